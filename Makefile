@@ -1,0 +1,71 @@
+# Hands-On Data Privacy: build, test and maintain the book.
+#   make book     build the HTML book into _build/html (creates .venv first)
+#   make test     run every test the book promises (what CI runs)
+# See README.md for the rest.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := book
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+HOST ?= 127.0.0.1
+PORT ?= 8000
+UCI_SOURCE ?= ../shared/data/uci-adult/adult.data
+
+# Debian packages for the PDF (TeX Live) and the browser tests (chromium).
+APT_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended \
+	latexmk fonts-freefont-otf poppler-utils chromium
+
+.PHONY: book serve test execute data pdf student bench system-deps clean
+
+$(STAMP): requirements.txt constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt -c constraints.txt
+	touch $@
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build . -W -n --keep-going
+	@echo
+	@echo "The book is built. Open $(CURDIR)/_build/html/index.html in a browser,"
+	@echo "or run 'make serve' and visit http://$(HOST):$(PORT)/"
+
+serve: book
+	$(BIN)/python -m http.server $(PORT) --bind $(HOST) --directory _build/html
+
+# Installs the Debian packages the PDF and browser tests need (as root), or
+# stops with the exact command to run.
+system-deps:
+	@missing=""; \
+	for pkg in $(APT_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' $$pkg 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$pkg"; \
+	done; \
+	if [ -z "$$missing" ]; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ]; then \
+		echo "Installing Debian packages:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else \
+		echo "Missing Debian packages. Run:"; \
+		echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends$$missing"; \
+		exit 1; \
+	fi
+
+test: $(STAMP) system-deps
+	$(BIN)/python -m pytest
+
+# Re-execute every chapter in place; an unchanged notebook comes out byte-identical.
+execute: $(STAMP)
+	$(BIN)/python scripts/execute_notebooks.py chapters/*.ipynb
+
+# Regenerate data/adult_with_pii.csv from the UCI source.
+data: $(STAMP)
+	$(BIN)/python scripts/make_adult_with_pii.py $(UCI_SOURCE) data/adult_with_pii.csv
+	sha256sum data/adult_with_pii.csv
+
+bench: $(STAMP)
+	$(BIN)/python scripts/bench.py
+
+clean:
+	rm -rf _build .pytest_cache
