@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""Measure, on this machine: a clean HTML build, nbval over all chapters, and each chapter's execution.
+
+Usage: python scripts/bench.py     (or `make bench`)
+
+The figures are reported, not asserted: wall-clock time depends on the machine.
+"""
+from __future__ import annotations
+
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def timed(command: list[str]) -> float:
+    """Run a command from the book's root and return its wall-clock seconds; fail loudly."""
+    start = time.perf_counter()
+    subprocess.run(command, cwd=ROOT, check=True, capture_output=True)
+    return time.perf_counter() - start
+
+
+def execution_seconds(notebook_path: Path) -> float:
+    """Execute a copy of a notebook (outputs discarded) and return the seconds taken."""
+    notebook = nbformat.read(notebook_path, as_version=4)
+    client = NotebookClient(notebook, timeout=600, kernel_name="python3",
+                            resources={"metadata": {"path": str(notebook_path.parent)}})
+    start = time.perf_counter()
+    client.execute()
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    chapters = sorted((ROOT / "chapters").glob("*.ipynb"))
+    print(f"machine: {platform.node()}, {platform.processor() or platform.machine()}, "
+          f"python {platform.python_version()}")
+    with tempfile.TemporaryDirectory() as out:
+        build = timed([str(BIN / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going",
+                       "--path-output", out])
+    print(f"clean HTML build:               {build:7.1f} s")
+    nbval = timed([sys.executable, "-m", "pytest", "-q", "--nbval", "--nbval-current-env",
+                   "--nbval-sanitize-with", "tests/sanitize.cfg", "-p", "no:cacheprovider",
+                   *[str(p.relative_to(ROOT)) for p in chapters]])
+    print(f"nbval, all {len(chapters)} chapters:        {nbval:7.1f} s")
+    for path in chapters:
+        print(f"execute {path.name:32s}{execution_seconds(path):7.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
