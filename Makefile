@@ -69,3 +69,12 @@ bench: $(STAMP)
 
 clean:
 	rm -rf _build .pytest_cache
+
+# The PDF: LaTeX builder with xelatex; needs the TeX Live packages of system-deps.
+pdf: $(STAMP) system-deps
+	$(BIN)/jupyter-book build . --builder pdflatex -W -n --keep-going
+	@echo "PDF: $(CURDIR)/_build/latex/book.pdf"
+
+# The student edition: solutions removed from the HTML and the downloadable notebooks.
+student: $(STAMP)
+	$(BIN)/python scripts/make_student_edition.py _build/student

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""Build the student edition: the book with every exercise solution removed.
+
+Usage: python scripts/make_student_edition.py [OUTPUT_DIR]     (or `make student`)
+
+The book's sources are copied to OUTPUT_DIR/src (default _build/student), every
+``{solution}`` block is cut out of the notebooks and Markdown pages, and the
+HTML is built into OUTPUT_DIR/_build/html with sphinx-exercise's
+``hide_solutions`` on as a second guard. The notebooks a student downloads
+from that site therefore contain no solutions either.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ["_config.yml", "_toc.yml", "references.bib", "requirements.txt",
+           "intro.md", "instructors.md", "bibliography.md", "chapters", "data", "_latex"]
+FENCE = re.compile(r"^\s*(`{3,}|:{3,})\{solution\}")
+
+
+def strip_solutions(markdown: str) -> str:
+    """Remove every fenced ``{solution}`` directive (opening fence to matching close) from Markdown."""
+    kept, closing = [], None
+    for line in markdown.splitlines(keepends=True):
+        if closing is None:
+            opening = FENCE.match(line)
+            if opening:
+                closing = opening.group(1)
+                continue
+            kept.append(line)
+        elif line.strip() == closing:
+            closing = None
+    if closing is not None:
+        raise ValueError("a {solution} block is never closed")
+    return "".join(kept)
+
+
+def strip_notebook(path: Path) -> None:
+    """Remove solutions from every Markdown cell of a notebook, in place."""
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = strip_solutions(cell.source)
+    nbformat.write(notebook, path)
+
+
+def student_config(path: Path) -> None:
+    """Retitle the book and switch on sphinx-exercise's hide_solutions."""
+    config = yaml.safe_load(path.read_text())
+    config["title"] = f"{config['title']} (student edition)"
+    config.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def prepare_sources(source_dir: Path) -> None:
+    """Copy the book into ``source_dir`` and cut every solution out of it."""
+    if source_dir.exists():
+        shutil.rmtree(source_dir)
+    source_dir.mkdir(parents=True)
+    for name in SOURCES:
+        origin = ROOT / name
+        if origin.is_dir():
+            shutil.copytree(origin, source_dir / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        elif origin.exists():
+            shutil.copy2(origin, source_dir / name)
+    for notebook in (source_dir / "chapters").glob("*.ipynb"):
+        strip_notebook(notebook)
+    for page in source_dir.glob("*.md"):
+        page.write_text(strip_solutions(page.read_text()))
+    student_config(source_dir / "_config.yml")
+
+
+def main(argv: list[str]) -> int:
+    output = Path(argv[1]) if len(argv) > 1 else ROOT / "_build" / "student"
+    source_dir = output / "src"
+    prepare_sources(source_dir)
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    build = subprocess.run([str(jupyter_book), "build", str(source_dir), "-W", "-n", "--keep-going",
+                            "--path-output", str(output)])
+    if build.returncode == 0:
+        print(f"Student edition: {output / '_build' / 'html' / 'index.html'}")
+    return build.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

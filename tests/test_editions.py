@@ -1,0 +1,78 @@
+"""Reader's edition shows solutions in dropdowns; the student edition carries no solution anywhere."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from conftest import BUILD_DIR, HTML_DIR, ROOT, chapter_notebooks
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from make_student_edition import strip_solutions  # noqa: E402
+
+STUDENT_DIR = BUILD_DIR / "student"
+STUDENT_HTML = STUDENT_DIR / "_build" / "html"
+SOLUTION = re.compile(r"^(\s*)(`{3,}|:{3,})\{solution\}[^\n]*\n(.*?)^\s*\2\s*$", re.MULTILINE | re.DOTALL)
+
+
+def solution_lines() -> list[str]:
+    """Distinctive lines from every solution in the chapters (long enough not to occur by chance)."""
+    lines = []
+    for path in chapter_notebooks():
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "markdown":
+                continue
+            for match in SOLUTION.finditer(cell.source):
+                body = [line.strip() for line in match.group(3).splitlines()
+                        if len(line.strip()) > 30 and not line.strip().startswith(":")]
+                lines.extend(body[:3])
+    return lines
+
+
+@pytest.fixture(scope="module")
+def student_build():
+    command = [sys.executable, str(ROOT / "scripts" / "make_student_edition.py"), str(STUDENT_DIR)]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+
+
+def test_strip_solutions_removes_only_solution_blocks():
+    text = ("Before\n````{exercise} Ex\n:label: ex\n\nDo it.\n````\n\n"
+            "````{solution} ex\n:class: dropdown\n\n```python\nsecret = 42\n```\n````\nAfter\n")
+    stripped = strip_solutions(text)
+    assert "secret" not in stripped and "{solution}" not in stripped
+    assert "Do it." in stripped and "Before" in stripped and "After" in stripped
+
+
+def test_strip_solutions_rejects_an_unclosed_block():
+    with pytest.raises(ValueError):
+        strip_solutions(":::{solution} ex\nnever closed\n")
+
+
+def test_student_edition_builds(student_build):
+    assert student_build.returncode == 0, (student_build.stdout + student_build.stderr)[-4000:]
+
+
+def test_student_edition_has_exercises_but_no_solutions(student_build):
+    assert student_build.returncode == 0
+    pages = list(STUDENT_HTML.rglob("*.html"))
+    notebooks = list((STUDENT_HTML / "_sources").rglob("*.ipynb"))
+    assert pages and notebooks
+    student_text = "\n".join(path.read_text() for path in pages + notebooks)
+    assert 'class="solution' not in student_text
+    assert "{solution}" not in student_text
+    leaked = [line for line in solution_lines() if line in student_text]
+    assert not leaked, f"solution text in the student edition: {leaked[:3]}"
+    exercises = sum(path.read_text().count('class="exercise') for path in pages)
+    assert exercises >= len(chapter_notebooks()) * 4 or not solution_lines()
+
+
+def test_reader_edition_has_solutions_in_collapsed_dropdowns(html_build):
+    assert html_build.returncode == 0
+    if not solution_lines():
+        pytest.skip("no chapter has solutions yet")
+    pages = "\n".join(path.read_text() for path in (HTML_DIR / "chapters").glob("*.html"))
+    solutions = re.findall(r'<div class="solution[^"]*"', pages)
+    assert solutions and all("dropdown" in tag for tag in solutions)
