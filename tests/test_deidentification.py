@@ -1,0 +1,192 @@
+"""Tests for the helpers defined in chapters/deidentification.ipynb, run inside the notebook's kernel."""
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from testbook import testbook
+from testbook.exceptions import TestbookRuntimeError
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "chapters" / "deidentification.ipynb"
+DATA = ROOT / "data" / "adult_with_pii.csv"
+
+# Small tables built inside the kernel; every expected value below is worked out by hand.
+SETUP = """
+tiny = pd.DataFrame({
+    "DOB": ["1/1/1960", "1/1/1960", "2/2/1970", "3/3/1980", None, None],
+    "Zip": ["00001", "00002", "00001", "00001", "00003", "00003"],
+    "Age": [34, 34, 24, 14, 50, 51],
+    "Target": [">50K", "<=50K", ">50K", "<=50K", "<=50K", ">50K"],
+})
+tiny_known = pd.DataFrame({"Name": ["Pat"], "DOB": ["1/1/1960"], "Zip": ["00001"]})
+empty = tiny.iloc[0:0]
+"""
+
+
+@pytest.fixture(scope="module")
+def tb():
+    # The kernel must start in chapters/ so that load_adult finds ../data/.
+    with testbook(NOTEBOOK, execute=True, timeout=300,
+                  resources={"metadata": {"path": str(NOTEBOOK.parent)}}) as notebook:
+        notebook.inject(SETUP, pop=True)
+        yield notebook
+
+
+@pytest.fixture(scope="module")
+def adult():
+    return pd.read_csv(DATA, dtype={"Zip": str, "SSN": str})
+
+
+def assert_value_error(tb, code, fragment):
+    """Run `code` in the kernel and check it raises ValueError whose message contains `fragment`."""
+    with pytest.raises(TestbookRuntimeError) as info:
+        tb.inject(code, pop=True)
+    assert info.value.eclass is ValueError
+    assert fragment in str(info.value.evalue)
+
+
+# check_columns
+
+def test_check_columns_accepts_a_string_or_a_list(tb):
+    assert tb.value('check_columns(tiny, "DOB")') == ["DOB"]
+    assert tb.value('check_columns(tiny, ("DOB", "Zip"))') == ["DOB", "Zip"]
+
+
+@pytest.mark.parametrize("code, fragment", [
+    ('check_columns(tiny, ["Nope"])', "unknown column"),
+    ('check_columns(tiny, "Nope")', "Nope"),
+    ('check_columns(empty, ["DOB"])', "empty"),
+    ('check_columns(tiny, [])', "at least one column"),
+])
+def test_check_columns_rejects_bad_input(tb, code, fragment):
+    assert_value_error(tb, code, fragment)
+
+
+# linkage_attack
+
+def test_linkage_attack_counts_matches(tb):
+    assert tb.value('len(linkage_attack(tiny_known, tiny, ["DOB", "Zip"]))') == 1
+    assert tb.value('len(linkage_attack(tiny_known, tiny, "DOB"))') == 2
+    assert tb.value('len(linkage_attack(tiny_known, tiny, "Zip"))') == 3
+    assert tb.value('sorted(linkage_attack(tiny_known, tiny, "Zip")["Age"].tolist())') == [14, 24, 34]
+
+
+def test_linkage_attack_on_the_friend(tb, adult):
+    friend = adult[adult["Name"] == "Ambrose Dalstrom"].iloc[0]
+    same_zip = adult[adult["Zip"] == friend["Zip"]]
+    assert tb.value('matches_dob_zip["Target"].tolist()') == [friend["Target"]]
+    assert tb.value("len(matches_zip)") == len(same_zip)
+    assert tb.value('len(linkage_attack(friend_known, release, "DOB"))') == int((adult["DOB"] == friend["DOB"]).sum())
+
+
+@pytest.mark.parametrize("code, fragment", [
+    ('linkage_attack(tiny_known, tiny, ["Workclass"])', "unknown column"),
+    ('linkage_attack(tiny_known, empty, ["DOB"])', "empty"),
+    ('linkage_attack(tiny_known.iloc[0:0], tiny, ["DOB"])', "empty"),
+])
+def test_linkage_attack_rejects_bad_input(tb, code, fragment):
+    assert_value_error(tb, code, fragment)
+
+
+# anonymity_set_sizes and uniqueness_table
+
+def test_anonymity_set_sizes_by_hand(tb):
+    assert tb.value('anonymity_set_sizes(tiny, "Zip").tolist()') == [3, 1, 3, 3, 2, 2]
+    # Missing values form one group of their own, they are not dropped.
+    assert tb.value('anonymity_set_sizes(tiny, "DOB").tolist()') == [2, 2, 1, 1, 2, 2]
+    assert tb.value('anonymity_set_sizes(tiny, ["DOB", "Zip"]).tolist()') == [1, 1, 1, 1, 2, 2]
+    assert tb.value('anonymity_set_sizes(tiny, "Age").index.tolist()') == [0, 1, 2, 3, 4, 5]
+
+
+def test_anonymity_set_sizes_match_pandas_on_the_data(tb, adult):
+    expected = adult.groupby(["DOB", "Zip"])["DOB"].transform("size")
+    assert tb.value("int((sizes_dob_zip == 1).sum())") == int((expected == 1).sum())
+    assert tb.value("sizes_dob_zip.tolist()") == expected.tolist()
+
+
+@pytest.mark.parametrize("code, fragment", [
+    ('anonymity_set_sizes(tiny, ["Nope"])', "unknown column"),
+    ('anonymity_set_sizes(empty, ["DOB"])', "empty"),
+])
+def test_anonymity_set_sizes_rejects_bad_input(tb, code, fragment):
+    assert_value_error(tb, code, fragment)
+
+
+def test_uniqueness_table_by_hand(tb):
+    tb.inject('table = uniqueness_table(tiny, {"zip": ["Zip"], "both": ["DOB", "Zip"]})', pop=True)
+    assert tb.value('table.loc["zip", "unique records"].item()') == 1
+    assert tb.value('table.loc["both", "unique records"].item()') == 4
+    assert tb.value('table.loc["both", "share unique"].item()') == pytest.approx(4 / 6)
+    assert tb.value('table.loc["zip", "median set size"].item()') == pytest.approx(2.5)
+
+
+@pytest.mark.parametrize("code, fragment", [
+    ("uniqueness_table(tiny, {})", "at least one"),
+    ('uniqueness_table(tiny, {"bad": ["Nope"]})', "unknown column"),
+    ('uniqueness_table(empty, {"zip": ["Zip"]})', "empty"),
+])
+def test_uniqueness_table_rejects_bad_input(tb, code, fragment):
+    assert_value_error(tb, code, fragment)
+
+
+# matching_rows and age_band
+
+def test_matching_rows_by_hand(tb):
+    assert tb.value('matching_rows(tiny, {"Zip": "00001"}).index.tolist()') == [0, 2, 3]
+    assert tb.value('matching_rows(tiny, {"Zip": "00001", "Age": 34}).index.tolist()') == [0]
+    assert tb.value('len(matching_rows(tiny, {"Zip": "00001", "Age": 99}))') == 0
+
+
+def test_friend_is_alone_on_innocuous_facts(tb, adult):
+    friend = adult[adult["Name"] == "Ambrose Dalstrom"]
+    assert tb.value("candidates_exact.index.tolist()") == friend.index.tolist()
+    in_band = adult["Age"].between(30, 39) & (adult["Country"] == "United-States") \
+        & (adult["Workclass"] == "Federal-gov") & (adult["Capital Gain"] > 0)
+    assert tb.value("len(candidates_banded)") == int(in_band.sum())
+
+
+@pytest.mark.parametrize("code, fragment", [
+    ("matching_rows(tiny, {})", "empty"),
+    ('matching_rows(tiny, {"Nope": 1})', "unknown column"),
+    ('matching_rows(empty, {"Zip": "00001"})', "empty"),
+])
+def test_matching_rows_rejects_bad_input(tb, code, fragment):
+    assert_value_error(tb, code, fragment)
+
+
+def test_age_band(tb):
+    assert tb.value("age_band(pd.Series([34, 40, 9, 39])).tolist()") == ["30-39", "40-49", "0-9", "30-39"]
+    assert tb.value("age_band(pd.Series([34, 35]), width=5).tolist()") == ["30-34", "35-39"]
+    assert tb.value("age_band(pd.Series([34]), width=1).tolist()") == ["34-34"]
+
+
+@pytest.mark.parametrize("width", ["0", "-5", "2.5", "True", "'10'"])
+def test_age_band_rejects_bad_width(tb, width):
+    assert_value_error(tb, f"age_band(pd.Series([34]), width={width})", "width")
+
+
+# sum_query and the differencing attack
+
+def test_sum_query_by_hand(tb):
+    assert tb.value('sum_query(tiny, "Age", tiny["Zip"] == "00001", min_rows=3)') == 72
+    assert tb.value('sum_query(tiny, "Age", tiny["Age"] > 0, min_rows=1)') == 207
+
+
+@pytest.mark.parametrize("code, fragment", [
+    ('sum_query(tiny, "Age", tiny["Zip"] == "00001", min_rows=4)', "refused"),
+    ('sum_query(tiny, "Age", tiny["Zip"] == "00001", min_rows=0)', "min_rows"),
+    ('sum_query(tiny, "Nope", tiny["Age"] > 0, min_rows=1)', "unknown column"),
+    ('sum_query(tiny, "Age", tiny["Age"], min_rows=1)', "boolean"),
+    ('sum_query(tiny, "Age", (tiny["Age"] > 0).iloc[:3], min_rows=1)', "boolean"),
+    ('sum_query(empty, "Age", empty["Age"] > 0, min_rows=1)', "empty"),
+])
+def test_sum_query_rejects_bad_input(tb, code, fragment):
+    assert_value_error(tb, code, fragment)
+
+
+def test_differencing_attack_reveals_the_friend(tb, adult):
+    friend = adult[adult["Name"] == "Ambrose Dalstrom"].iloc[0]
+    assert tb.value("int(not_friend.sum())") == len(adult) - 1
+    assert tb.value("total_age - total_age_without_friend") == int(friend["Age"])
+    assert tb.value("int(gain_difference)") == int(friend["Capital Gain"])
+    assert tb.value("answers[0] + answers[1] - answers[2]") == int(friend["Age"])
