@@ -1,0 +1,269 @@
+"""Tests for the functions defined in chapters/k-anonymity.ipynb.
+
+The notebook is executed once (about ten seconds); every test then runs code in its kernel.
+"""
+from pathlib import Path
+
+import pytest
+from testbook import testbook
+from testbook.exceptions import TestbookRuntimeError
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "k-anonymity.ipynb"
+
+
+@pytest.fixture(scope="module")
+def tb():
+    # Run the kernel in the chapter's folder, so that load_adult finds ../data/.
+    resources = {"metadata": {"path": str(NOTEBOOK.parent)}}
+    with testbook(NOTEBOOK, execute=True, timeout=300, resources=resources) as notebook:
+        yield notebook
+
+
+def value_error_message(tb, code):
+    """Run code in the kernel, require a ValueError, and return its message."""
+    with pytest.raises(TestbookRuntimeError) as info:
+        tb.inject(code, pop=True)
+    assert info.value.eclass is ValueError, info.value.evalue
+    return str(info.value.evalue)
+
+
+# --- k-anonymity checkers -------------------------------------------------------------------
+
+def test_checkers_agree_on_random_frames_with_missing_values(tb):
+    tb.inject(
+        """
+        test_rng = np.random.default_rng(7)
+        disagreements = 0
+        for trial in range(40):
+            n_rows = int(test_rng.integers(1, 60))
+            frame = pd.DataFrame({
+                "a": test_rng.integers(0, 3, n_rows).astype(float),
+                "b": test_rng.choice(["x", "y", "z"], n_rows),
+                "c": test_rng.integers(0, 2, n_rows),
+            })
+            frame.loc[test_rng.random(n_rows) < 0.2, "a"] = np.nan
+            frame.loc[test_rng.random(n_rows) < 0.2, "b"] = None
+            columns = ["a", "b", "c"][: int(test_rng.integers(1, 4))]
+            naive = naive_group_sizes(frame, columns)
+            fast = group_sizes(frame, columns)
+            disagreements += int(not np.array_equal(naive, fast))
+        """,
+        pop=True,
+    )
+    assert tb.value("disagreements") == 0
+
+
+def test_array_class_sizes_matches_group_sizes_on_census(tb):
+    assert tb.value("bool(np.array_equal(array_class_sizes(qi_values), "
+                    "group_sizes(census, QI_NUMERIC)))")
+
+
+def test_naive_sizes_on_a_hand_made_table(tb):
+    sizes = tb.value(
+        "naive_group_sizes(pd.DataFrame({'a': [1, 1, 2, np.nan, np.nan], "
+        "'b': ['x', 'x', 'x', 'y', 'y']}), ['a', 'b']).tolist()"
+    )
+    assert sizes == [2, 2, 1, 2, 2]
+
+
+def test_check_k_anonymity_reports_smallest_class_and_violators(tb):
+    tb.inject(
+        """
+        small = pd.DataFrame({"q": [1, 1, 1, 2, 2, 3], "s": list("abcdef")}, index=list("ABCDEF"))
+        small_report_2 = check_k_anonymity(small, ["q"], k=2)
+        small_report_1 = check_k_anonymity(small, ["q"], k=1)
+        small_report_3 = check_k_anonymity(small, ["q"], k=3)
+        """,
+        pop=True,
+    )
+    assert tb.value("small_report_2.smallest_group") == 1
+    assert tb.value("small_report_2.n_groups") == 3
+    assert tb.value("small_report_2.violating_rows.tolist()") == ["F"]
+    assert tb.value("small_report_2.is_k_anonymous") is False
+    assert tb.value("small_report_1.is_k_anonymous") is True
+    assert tb.value("small_report_3.violating_rows.tolist()") == ["D", "E", "F"]
+
+
+def test_missing_values_are_one_class_not_dropped(tb):
+    tb.inject(
+        """
+        blanks = pd.DataFrame({"job": ["cook", None, None, "cook"], "age": [30, 40, 40, 30]})
+        blank_report = check_k_anonymity(blanks, ["job", "age"], k=2)
+        """,
+        pop=True,
+    )
+    assert tb.value("blank_report.is_k_anonymous") is True
+    assert tb.value("blank_report.n_groups") == 2
+    assert tb.value("group_sizes(blanks, ['job']).tolist()") == [2, 2, 2, 2]
+
+
+@pytest.mark.parametrize("k", ["0", "-3", "1.5", "True", "'2'"])
+def test_check_k_anonymity_rejects_bad_k(tb, k):
+    message = value_error_message(tb, f"check_k_anonymity(census, ['Age'], k={k})")
+    assert "k must be" in message
+
+
+def test_check_k_anonymity_rejects_unknown_columns(tb):
+    message = value_error_message(tb, "check_k_anonymity(census, ['Age', 'Zipcode'], k=2)")
+    assert "Zipcode" in message
+
+
+def test_check_k_anonymity_rejects_empty_table_and_empty_column_list(tb):
+    assert "empty" in value_error_message(tb, "check_k_anonymity(census.head(0), ['Age'], k=2)")
+    assert "at least one" in value_error_message(tb, "check_k_anonymity(census, [], k=2)")
+    assert "Zipcode" in value_error_message(tb, "naive_group_sizes(census.head(5), ['Zipcode'])")
+
+
+# --- generalization -------------------------------------------------------------------------
+
+def test_generalize_numeric_and_truncate_zip(tb):
+    assert tb.value("generalize_numeric(pd.Series([37, 40, 9]), 10).tolist()") == [
+        "30-39", "40-49", "0-9"]
+    assert tb.value("truncate_zip(pd.Series(['13053', '00514']), 3).tolist()") == [
+        "130**", "005**"]
+    assert tb.value("truncate_zip(pd.Series(['13053']), 0).tolist()") == ["*****"]
+    assert "width" in value_error_message(tb, "generalize_numeric(pd.Series([1]), 0)")
+    assert "keep" in value_error_message(tb, "truncate_zip(pd.Series(['13053']), 6)")
+
+
+def test_information_loss(tb):
+    loss = tb.value(
+        "information_loss([[0, 10], [5, 5]], [[10, 15], [5, 5]], [0, 0], [10, 20]).tolist()"
+    )
+    assert loss == pytest.approx([(1.0 + 0.25) / 2, 0.0])
+    assert "low <= high" in value_error_message(tb, "information_loss([[2]], [[1]], [0], [5])")
+
+
+def test_uniform_intervals_contain_the_values(tb):
+    assert tb.value(
+        "bool(np.all((uniform_intervals(qi_values, (10, 4, 1000), qi_lower, qi_upper)[0] <= qi_values)"
+        " & (qi_values <= uniform_intervals(qi_values, (10, 4, 1000), qi_lower, qi_upper)[1])))"
+    )
+
+
+def test_pareto_front(tb):
+    mask = tb.value(
+        "pareto_front(np.array([0.0, 0.1, 0.2, 0.3]), np.array([0.9, 0.95, 0.5, 0.5])).tolist()"
+    )
+    assert mask == [True, False, True, False]
+
+
+def test_census_release_claims(tb):
+    # The text claims: decades alone leave violators, clipping reaches exactly the glued k,
+    # and suppressing the remaining violators makes the release 50-anonymous.
+    assert tb.value("decade_report.n_violating_rows") > 0
+    assert tb.value("check_k_anonymity(clipped, AGE_EDU, clipped_report.smallest_group).is_k_anonymous")
+    assert not tb.value(
+        "check_k_anonymity(clipped, AGE_EDU, clipped_report.smallest_group + 1).is_k_anonymous")
+    assert tb.value("check_k_anonymity(released, AGE_EDU, K_POLICY).is_k_anonymous") is True
+    assert tb.value("len(census) - len(released) == policy_report.n_violating_rows") is True
+
+
+# --- Mondrian -------------------------------------------------------------------------------
+
+def test_mondrian_parts_have_at_least_k_rows_and_are_k_anonymous(tb):
+    tb.inject(
+        """
+        test_rng = np.random.default_rng(11)
+        points = test_rng.integers(0, 50, size=(500, 3))
+        part_sizes = {}
+        part_reports = {}
+        for k in (1, 2, 7, 30):
+            labels = mondrian_partition(points, k)
+            part_sizes[k] = np.bincount(labels).min()
+            low, high = partition_intervals(points, labels)
+            release = pd.DataFrame(np.hstack([low, high]))
+            part_reports[k] = check_k_anonymity(release, release.columns, k).is_k_anonymous
+        """,
+        pop=True,
+    )
+    for k in (1, 2, 7, 30):
+        assert tb.value(f"int(part_sizes[{k}])") >= k
+        assert tb.value(f"part_reports[{k}]") is True
+
+
+def test_mondrian_splits_as_far_as_allowed(tb):
+    # 40 distinct values in one column, k = 10: median splits give exactly 4 parts of 10.
+    labels = tb.value("mondrian_partition(np.arange(40).reshape(-1, 1), 10).tolist()")
+    assert len(set(labels)) == 4
+    assert sorted(labels.count(label) for label in set(labels)) == [10, 10, 10, 10]
+    # A constant column cannot be split at all.
+    assert tb.value("len(set(mondrian_partition(np.ones((30, 2)), 2).tolist()))") == 1
+
+
+def test_mondrian_rejects_bad_input(tb):
+    assert "k must be" in value_error_message(tb, "mondrian_partition(np.ones((5, 2)), 0)")
+    assert "at least k" in value_error_message(tb, "mondrian_partition(np.ones((5, 2)), 6)")
+    assert "2-d" in value_error_message(tb, "mondrian_partition(np.ones(5), 2)")
+
+
+def test_mondrian_loses_less_than_uniform_at_every_k(tb):
+    assert tb.value("bool((comparison['Mondrian'] < comparison['uniform (best of lattice)']).all())")
+    assert tb.value("bool(comparison['Mondrian'].is_monotonic_increasing)")
+
+
+# --- l-diversity and t-closeness ------------------------------------------------------------
+
+def test_distinct_l_diversity(tb):
+    assert tb.value("distinct_l_diversity(clinic_release, CLINIC_QI, 'Diagnosis')") == 1
+    assert tb.value("distinct_l_diversity(merged, CLINIC_QI, 'Diagnosis')") == 6
+    assert tb.value(
+        "distinct_l_diversity(pd.DataFrame({'q': [0, 0, 0, 1, 1], 's': list('abcab')}), ['q'], 's')"
+    ) == 2
+    message = value_error_message(tb, "distinct_l_diversity(clinic_release, CLINIC_QI, 'Sex')")
+    assert "both" in message
+    assert "Illness" in value_error_message(tb, "distinct_l_diversity(clinic, CLINIC_QI, 'Illness')")
+
+
+def test_t_closeness_on_hand_made_tables(tb):
+    tb.inject(
+        """
+        split = pd.DataFrame({"q": [0, 0, 1, 1], "s": ["x", "x", "y", "y"]})
+        mirror = pd.DataFrame({"q": [0, 0, 1, 1], "s": ["x", "y", "x", "y"]})
+        """,
+        pop=True,
+    )
+    assert tb.value("t_closeness(split, ['q'], 's')") == pytest.approx(0.5)
+    assert tb.value("t_closeness(mirror, ['q'], 's')") == pytest.approx(0.0)
+    assert "s2" in value_error_message(tb, "t_closeness(split, ['q'], 's2')")
+
+
+# --- location privacy -----------------------------------------------------------------------
+
+def test_quadtree_cloak_squares_hold_the_user_and_k_users(tb):
+    tb.inject(
+        """
+        xy_all = users[["x_km", "y_km"]].to_numpy()
+        squares = quadtree_cloak(xy_all, k=5)
+        x0, y0, side = (squares[c].to_numpy()[:, None] for c in ("x0", "y0", "side_km"))
+        inside = ((xy_all[:, 0] >= x0) & (xy_all[:, 0] < x0 + side)
+                  & (xy_all[:, 1] >= y0) & (xy_all[:, 1] < y0 + side))
+        holds_self = bool(np.diag(inside).all())
+        fewest_inside = int(inside.sum(axis=1).min())
+        """,
+        pop=True,
+    )
+    assert tb.value("holds_self") is True
+    assert tb.value("fewest_inside") >= 5
+    assert "k=500" in value_error_message(tb, "quadtree_cloak(users[['x_km', 'y_km']], k=500)")
+    assert "k must be" in value_error_message(tb, "quadtree_cloak(users[['x_km', 'y_km']], k=0)")
+
+
+def test_displace_stays_in_disc_with_the_right_mean_distance(tb):
+    # Uniform in a disc of radius r: distance from the centre has mean 2r/3.
+    # With 20,000 draws the standard error of the mean is about 0.0017 r; we allow 0.01 r.
+    tb.inject(
+        """
+        moved = displace(np.zeros((20000, 2)), 2.0, np.random.default_rng(3))
+        moved_distance = np.linalg.norm(moved, axis=1)
+        """,
+        pop=True,
+    )
+    assert tb.value("float(moved_distance.max())") <= 2.0
+    assert tb.value("float(moved_distance.mean())") == pytest.approx(2 * 2.0 / 3, abs=0.02)
+    assert "radius" in value_error_message(tb, "displace(np.zeros((3, 2)), 0, rng)")
+
+
+def test_cloaked_trajectory_is_the_centroid(tb):
+    assert tb.value("bool(np.allclose(cloaked_path, trajectories.mean(axis=0)))")
+    assert tb.value("cloaked_path.shape") == [12, 2]
