@@ -1,0 +1,219 @@
+"""Tests for the functions defined in chapters/randomized-response.ipynb.
+
+The notebook is executed once (module fixture); its own functions are then called
+inside the kernel, so these tests check exactly what the book shows.
+"""
+from pathlib import Path
+
+import pytest
+from testbook import testbook
+from testbook.exceptions import TestbookRuntimeError
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "randomized-response.ipynb"
+
+
+@pytest.fixture(scope="module")
+def tb():
+    # Run the kernel in the chapter's folder so that load_adult finds ../data/.
+    with testbook(
+        NOTEBOOK,
+        execute=True,
+        timeout=300,
+        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
+    ) as notebook:
+        yield notebook
+
+
+def raises_value_error(tb, code):
+    """Run `code` in the kernel and report whether it raised ValueError."""
+    try:
+        tb.inject(code)
+    except TestbookRuntimeError as err:
+        return err.eclass is ValueError
+    return False
+
+
+# --- randomized_response ---------------------------------------------------------
+
+def test_answer_probabilities_match_the_design(tb):
+    # 200,000 respondents per true answer: the standard error of each share is
+    # about 0.001, so a tolerance of 0.005 is five standard errors.
+    tb.inject(
+        """
+        _rng = np.random.default_rng(1)
+        _yes = randomized_response(np.ones(200_000, dtype=bool), 0.5, _rng).mean()
+        _no = randomized_response(np.zeros(200_000, dtype=bool), 0.5, _rng).mean()
+        _yes_p = randomized_response(np.ones(200_000, dtype=bool), 0.8, _rng).mean()
+        """
+    )
+    assert tb.value("_yes") == pytest.approx(0.75, abs=0.005)
+    assert tb.value("_no") == pytest.approx(0.25, abs=0.005)
+    assert tb.value("_yes_p") == pytest.approx((1 + 0.8) / 2, abs=0.005)
+
+
+def test_randomized_response_keeps_shape_and_returns_booleans(tb):
+    tb.inject(
+        """
+        _out = randomized_response(np.zeros((3, 7), dtype=bool), 0.5, np.random.default_rng(0))
+        """
+    )
+    assert tb.value("list(_out.shape)") == [3, 7]
+    assert tb.value("str(_out.dtype)") == "bool"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "randomized_response([], 0.5, rng)",
+        "randomized_response([True, False], 0.0, rng)",
+        "randomized_response([True, False], 1.0, rng)",
+        "randomized_response([True, False], 1.5, rng)",
+        "randomized_response([True, False], -0.2, rng)",
+        "randomized_response([0, 2], 0.5, rng)",
+    ],
+)
+def test_randomized_response_rejects_bad_input(tb, call):
+    assert raises_value_error(tb, call)
+
+
+# --- estimate_proportion and rr_standard_error --------------------------------------
+
+def test_estimator_is_unbiased_at_fixed_seed(tb):
+    # 2,000 surveys of 1,000 people with a true share of 0.3. The mean of the
+    # estimates has standard error SE/sqrt(2000) (about 0.0006 for p = 0.5); the
+    # tolerance is five of those. The raw "yes" share, biased towards 0.5, would
+    # miss by 0.02 or more and fail by a wide margin.
+    tb.inject(
+        """
+        _rng = np.random.default_rng(2024)
+        _truth = np.arange(1000) < 300
+        _results = {}
+        for _p in (0.25, 0.5, 0.9):
+            _surveys = randomized_response(np.broadcast_to(_truth, (2000, 1000)), _p, _rng)
+            _estimates = estimate_proportion(_surveys, _p)
+            _results[_p] = (float(_estimates.mean()), float(_estimates.std()),
+                            float(rr_standard_error(1000, _p)))
+        """
+    )
+    results = tb.value("_results")
+    for p, (mean, spread, formula_se) in results.items():
+        assert mean == pytest.approx(0.3, abs=5 * formula_se / 2000**0.5), p
+        # The standard-error formula matches the spread of the estimates (within 5%).
+        assert spread == pytest.approx(formula_se, rel=0.05), p
+
+
+def test_estimator_inverts_the_expected_share_exactly(tb):
+    # With the expected answer share plugged in, the estimator returns the truth.
+    # answers = 5 of 8 "yes" with p = 0.5 means lambda = 0.625, pi = (0.625 - 0.25) / 0.5.
+    value = tb.value("float(estimate_proportion([1, 1, 1, 1, 1, 0, 0, 0], 0.5))")
+    assert value == pytest.approx(0.75)
+
+
+def test_standard_error_formula(tb):
+    assert tb.value("float(rr_standard_error(100, 0.5))") == pytest.approx(
+        (1 - 0.25) ** 0.5 / (2 * 0.5 * 10)
+    )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "estimate_proportion([], 0.5)",
+        "estimate_proportion(np.zeros((3, 0)), 0.5)",
+        "estimate_proportion([True, False], 0.0)",
+        "estimate_proportion([True, False], 1.0)",
+        "rr_standard_error(0, 0.5)",
+        "rr_standard_error(100, 1.2)",
+    ],
+)
+def test_estimator_rejects_bad_input(tb, call):
+    assert raises_value_error(tb, call)
+
+
+# --- epsilon ---------------------------------------------------------------------
+
+def test_epsilon_of_two_fair_coins_is_ln3(tb):
+    assert tb.value("float(rr_epsilon(0.5))") == pytest.approx(1.0986122886681098)
+    assert tb.value("float(rr_epsilon(0.75))") == pytest.approx(1.9459101090932196)  # ln 7
+
+
+def test_p_for_epsilon_inverts_epsilon(tb):
+    for eps in (0.1, 1.0, 3.0):
+        assert tb.value(f"float(rr_epsilon(rr_p_for_epsilon({eps})))") == pytest.approx(eps)
+
+
+@pytest.mark.parametrize(
+    "call", ["rr_epsilon(0.0)", "rr_epsilon(1.0)", "rr_p_for_epsilon(0)", "rr_p_for_epsilon(-1)"]
+)
+def test_epsilon_functions_reject_bad_input(tb, call):
+    assert raises_value_error(tb, call)
+
+
+# --- posterior_bounds ---------------------------------------------------------------
+
+def test_posterior_bounds_worked_example(tb):
+    low, high = tb.value("[float(v) for v in posterior_bounds(0.5, np.log(3))]")
+    assert low == pytest.approx(0.25)
+    assert high == pytest.approx(0.75)
+
+
+def test_posterior_bounds_odds_ratio_and_order(tb):
+    tb.inject(
+        """
+        _priors = np.array([0.01, 0.1, 0.5, 0.9, 0.99])
+        _odds = lambda q: q / (1 - q)
+        _checks = []
+        for _eps in (0.1, 1.0, 5.0):
+            _low, _high = posterior_bounds(_priors, _eps)
+            _checks.append(bool(np.allclose(_odds(_high) / _odds(_priors), np.exp(_eps))))
+            _checks.append(bool(np.allclose(_odds(_priors) / _odds(_low), np.exp(_eps))))
+            _checks.append(bool(np.all((_low < _priors) & (_priors < _high))))
+        """
+    )
+    assert all(tb.value("_checks"))
+
+
+def test_posterior_bounds_ten_percent_prior(tb):
+    # Hand computation: odds 1/9 times e^5, converted back to a probability.
+    import math
+
+    expected = (math.exp(5) / 9) / (1 + math.exp(5) / 9)
+    assert tb.value("float(posterior_bounds(0.1, 5.0)[1])") == pytest.approx(expected)
+
+
+def test_empirical_posteriors_sit_on_the_bound(tb):
+    # The chapter's survey check: every group within 3 standard errors of its bound.
+    assert tb.value("float(z_scores.abs().max())") < 3
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "posterior_bounds(0.0, 1.0)",
+        "posterior_bounds(1.0, 1.0)",
+        "posterior_bounds([0.2, 1.3], 1.0)",
+        "posterior_bounds([], 1.0)",
+        "posterior_bounds(0.5, 0.0)",
+        "posterior_bounds(0.5, -1.0)",
+    ],
+)
+def test_posterior_bounds_rejects_bad_input(tb, call):
+    assert raises_value_error(tb, call)
+
+
+# --- laplace_count ---------------------------------------------------------------
+
+def test_laplace_count_noise_scale(tb):
+    # 100,000 draws; the sample std of Laplace(1/eps) noise is within 2% of sqrt(2)/eps.
+    tb.inject(
+        """
+        _draws = laplace_count(1000, 0.5, np.random.default_rng(3), size=100_000)
+        """
+    )
+    assert tb.value("float(_draws.mean())") == pytest.approx(1000, abs=0.05)
+    assert tb.value("float(_draws.std())") == pytest.approx(2**0.5 / 0.5, rel=0.02)
+
+
+@pytest.mark.parametrize("call", ["laplace_count(10, 0, rng)", "laplace_count(10, -0.5, rng)"])
+def test_laplace_count_rejects_bad_epsilon(tb, call):
+    assert raises_value_error(tb, call)
