@@ -1,0 +1,180 @@
+"""Tests for chapters/dp-in-practice.ipynb: the chapter's own functions, run in its kernel."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+from testbook import testbook
+from testbook.exceptions import TestbookRuntimeError
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "dp-in-practice.ipynb"
+
+
+@pytest.fixture(scope="module")
+def tb():
+    # Run the kernel in the chapter's folder, so that load_adult finds ../data/.
+    with testbook(NOTEBOOK, execute=True, timeout=300,
+                  resources={"metadata": {"path": str(NOTEBOOK.parent)}}) as notebook:
+        yield notebook
+
+
+def raises_value_error(tb, code):
+    """Run `code` in the kernel and report whether it raised ValueError."""
+    try:
+        tb.inject(code, pop=True)
+    except TestbookRuntimeError as err:
+        return err.eclass is ValueError
+    return False
+
+
+# --- the distinguishing bound -------------------------------------------------
+
+def test_max_success_rate_values(tb):
+    assert tb.value("float(max_success_rate(0.0))") == pytest.approx(0.5)
+    assert tb.value("float(max_success_rate(np.log(3)))") == pytest.approx(0.75)
+
+
+def test_max_success_rate_rejects_negative_epsilon(tb):
+    assert raises_value_error(tb, "max_success_rate(-0.1)")
+
+
+# --- Clopper-Pearson -------------------------------------------------------
+
+@pytest.mark.parametrize("successes,trials", [(0, 50), (7, 50), (50, 50), (4321, 10000)])
+def test_clopper_pearson_matches_scipy(tb, successes, trials):
+    lower, upper = tb.value(
+        f"[float(x) for x in clopper_pearson({successes}, {trials}, 0.9)]")
+    expected = stats.binomtest(successes, trials).proportion_ci(0.9, method="exact")
+    assert lower == pytest.approx(expected.low, abs=1e-12)
+    assert upper == pytest.approx(expected.high, abs=1e-12)
+
+
+@pytest.mark.parametrize("call", ["clopper_pearson(3, 10, 1.0)", "clopper_pearson(11, 10)",
+                                  "clopper_pearson(0, 0)"])
+def test_clopper_pearson_rejects_bad_input(tb, call):
+    assert raises_value_error(tb, call)
+
+
+# --- mechanisms ------------------------------------------------------------
+
+def test_naive_laplace_has_laplace_spread(tb):
+    # Scale 1/0.5 = 2, so the standard deviation is 2 * sqrt(2); 200,000 draws give
+    # a standard error of well under 1% on the standard deviation.
+    std = tb.value("float(np.std(naive_laplace(np.zeros(200_000), 0.5, "
+                   "np.random.default_rng(1))))")
+    assert std == pytest.approx(2 * np.sqrt(2), rel=0.02)
+
+
+def test_geometric_mechanism_distribution(tb):
+    # Two-sided geometric with alpha = e^-1: mean 0, variance 2 alpha / (1 - alpha)^2.
+    mean, var, all_int = tb.value(
+        "(lambda z: [float(z.mean()), float(z.var()), bool(np.all(z == np.rint(z)))])"
+        "(geometric_mechanism(np.zeros(200_000, dtype=int), 1.0, np.random.default_rng(2)))")
+    alpha = np.exp(-1.0)
+    assert all_int
+    assert abs(mean) < 0.02
+    assert var == pytest.approx(2 * alpha / (1 - alpha) ** 2, rel=0.03)
+
+
+@pytest.mark.parametrize("call", [
+    "geometric_mechanism(3, 0.0, rng)",
+    "geometric_mechanism(3.5, 1.0, rng)",
+    "geometric_mechanism(3, 1.0, rng, sensitivity=0.5)",
+    "naive_laplace(3.0, -1.0, rng)",
+    "attack_success(naive_laplace, could_come_from_naive, 0.5, 0, rng)",
+])
+def test_mechanisms_reject_bad_input(tb, call):
+    assert raises_value_error(tb, call)
+
+
+# --- the floating-point attack ---------------------------------------------
+
+def test_true_input_is_always_reachable(tb):
+    # The attacker's test must never rule out the input that really produced a value.
+    assert tb.value("bool(np.all(could_come_from_naive(naive_laplace(np.ones(20_000), 0.3, "
+                    "np.random.default_rng(3)), 1.0, 0.3)))")
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 0.5, 1.0])
+def test_attack_beats_bound_on_naive_sampler(tb, epsilon):
+    lower, bound = tb.value(
+        f"[float(clopper_pearson(attack_success(naive_laplace, could_come_from_naive, {epsilon}, "
+        f"50_000, np.random.default_rng(4)), 50_000, 0.99)[0]), float(max_success_rate({epsilon}))]")
+    assert lower > bound + 0.05
+
+
+@pytest.mark.parametrize("epsilon", [0.5, 1.0])
+def test_attack_within_bound_on_geometric_mechanism(tb, epsilon):
+    lower, bound = tb.value(
+        f"[float(clopper_pearson(attack_success(geometric_mechanism, could_come_from_integer, "
+        f"{epsilon}, 50_000, np.random.default_rng(5)), 50_000, 0.99)[0]), "
+        f"float(max_success_rate({epsilon}))]")
+    assert lower <= bound
+
+
+# --- the auditor -----------------------------------------------------------
+
+AUDIT_CORRECT = ("audit_epsilon(laplace_count, is_rich, without_one_rich, 20_000, 20, "
+                 "(n_rich - 7, n_rich + 6), np.random.default_rng({seed}){extra})")
+
+
+def test_auditor_is_deterministic_at_fixed_seed(tb):
+    first = tb.value(AUDIT_CORRECT.format(seed=11, extra=""))
+    second = tb.value(AUDIT_CORRECT.format(seed=11, extra=""))
+    other = tb.value(AUDIT_CORRECT.format(seed=12, extra=""))
+    assert first == second
+    assert first != other
+
+
+def test_auditor_confidence_is_a_parameter(tb):
+    # Same seed, same samples: a higher confidence widens every interval and must
+    # lower the bound.
+    loose = tb.value(AUDIT_CORRECT.format(seed=13, extra=", confidence=0.5"))
+    strict = tb.value(AUDIT_CORRECT.format(seed=13, extra=", confidence=0.999"))
+    assert strict < loose
+
+
+def test_auditor_bound_on_perfectly_separated_outputs(tb):
+    # D always gives 0, D' always gives 1: the bound has a closed form with the
+    # Bonferroni-corrected Clopper-Pearson intervals (n trials, m bins, 95%).
+    n, m = 1000, 4
+    got = tb.value(f"audit_epsilon(lambda data, k, rng: np.full(k, float(data)), 0, 1, "
+                   f"{n}, {m}, (0, 1), np.random.default_rng(0))")
+    tail = (1 - 0.95) / (2 * m) / 2
+    lower = tail ** (1 / n)
+    upper = 1 - tail ** (1 / n)
+    assert got == pytest.approx(np.log(lower / upper), rel=1e-9)
+
+
+@pytest.mark.parametrize("call", [
+    "audit_epsilon(laplace_count, is_rich, without_one_rich, 100, 1, (0, 1), rng)",
+    "audit_epsilon(laplace_count, is_rich, without_one_rich, 0, 10, (0, 1), rng)",
+    "audit_epsilon(laplace_count, is_rich, without_one_rich, 100, 10, (1, 0), rng)",
+    "audit_epsilon(laplace_count, is_rich, without_one_rich, 100, 10, (0, 1), rng, confidence=1.0)",
+])
+def test_auditor_rejects_bad_input(tb, call):
+    assert raises_value_error(tb, call)
+
+
+def test_auditor_flags_each_bug_and_passes_correct_ones(tb):
+    tb.inject("""
+        audit_check_rng = np.random.default_rng(21)
+        audit_check = {name: [claimed, audit_epsilon(mechanism, data_a, data_b, 30_000, 20,
+                                                     output_range, audit_check_rng)]
+                       for name, mechanism, claimed, data_a, data_b, output_range in audits}
+    """, pop=True)
+    results = tb.value("audit_check")
+    buggy = {"inverted scale", "unclipped sum", "reused noise"}
+    assert buggy < set(results)
+    for name, (claimed, bound) in results.items():
+        if name in buggy:
+            assert bound > 3 * claimed, name
+        else:
+            assert bound <= claimed, name
+
+
+def test_auditor_passes_correct_count_across_seeds(tb):
+    bounds = tb.value("[audit_epsilon(laplace_count, is_rich, without_one_rich, 20_000, 20, "
+                      "(n_rich - 7, n_rich + 6), np.random.default_rng(s)) for s in range(30, 35)]")
+    assert max(bounds) <= 1.0
+    assert min(bounds) > 0.5  # and it is not vacuous: it finds most of the true loss
