@@ -4,7 +4,8 @@
 Usage: python scripts/make_student_edition.py [OUTPUT_DIR]     (or `make student`)
 
 The book's sources are copied to OUTPUT_DIR/src (default _build/student), every
-``{solution}`` block is cut out of the notebooks and Markdown pages, and the
+``{solution}`` block (and every code cell tagged ``solution``) is cut out of
+the notebooks and Markdown pages, and the
 HTML is built into OUTPUT_DIR/_build/html with sphinx-exercise's
 ``hide_solutions`` on as a second guard. The notebooks a student downloads
 from that site therefore contain no solutions either.
@@ -44,8 +45,14 @@ def strip_solutions(markdown: str) -> str:
 
 
 def strip_notebook(path: Path) -> None:
-    """Remove solutions from every Markdown cell of a notebook, in place."""
+    """Remove solutions from a notebook, in place.
+
+    Solution blocks are cut out of Markdown cells, and code cells tagged
+    ``solution`` (hidden cells that compute the numbers a solution quotes) are
+    dropped.
+    """
     notebook = nbformat.read(path, as_version=4)
+    notebook.cells = [cell for cell in notebook.cells if "solution" not in cell.metadata.get("tags", [])]
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             cell.source = strip_solutions(cell.source)

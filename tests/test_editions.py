@@ -62,6 +62,9 @@ def test_student_edition_has_exercises_but_no_solutions(student_build):
     assert pages and notebooks
     student_text = "\n".join(path.read_text() for path in pages + notebooks)
     assert 'class="solution' not in student_text
+    for path in notebooks:
+        tags = [tag for cell in nbformat.read(path, as_version=4).cells for tag in cell.metadata.get("tags", [])]
+        assert "solution" not in tags, f"{path.name} keeps a solution cell"
     assert "{solution}" not in student_text
     leaked = [line for line in solution_lines() if line in student_text]
     assert not leaked, f"solution text in the student edition: {leaked[:3]}"
