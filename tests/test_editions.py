@@ -19,15 +19,19 @@ SOLUTION = re.compile(r"^(\s*)(`{3,}|:{3,})\{solution\}[^\n]*\n(.*?)^\s*\2\s*$",
 
 
 def solution_lines() -> list[str]:
-    """Distinctive lines from every solution in the chapters (long enough not to occur by chance)."""
+    """Distinctive lines of every solution: long, and found nowhere else in its chapter."""
     lines = []
     for path in chapter_notebooks():
-        for cell in nbformat.read(path, as_version=4).cells:
-            if cell.cell_type != "markdown":
-                continue
-            for match in SOLUTION.finditer(cell.source):
+        cells = nbformat.read(path, as_version=4).cells
+        markdown = [cell.source for cell in cells if cell.cell_type == "markdown"]
+        elsewhere = "\n".join([strip_solutions(text) for text in markdown]
+                              + [cell.source for cell in cells if cell.cell_type == "code"
+                                 and "solution" not in cell.metadata.get("tags", [])])
+        for text in markdown:
+            for match in SOLUTION.finditer(text):
                 body = [line.strip() for line in match.group(3).splitlines()
-                        if len(line.strip()) > 30 and not line.strip().startswith(":")]
+                        if len(line.strip()) > 30 and not line.strip().startswith(":")
+                        and line.strip() not in elsewhere]
                 lines.extend(body[:3])
     return lines
 
