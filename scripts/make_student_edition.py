@@ -23,7 +23,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ["_config.yml", "_toc.yml", "references.bib", "requirements.txt",
-           "intro.md", "instructors.md", "bibliography.md", "chapters", "data", "_latex"]
+           "intro.md", "instructors.md", "bibliography.md", "chapters", "data", "_latex", "_ext"]
 FENCE = re.compile(r"^\s*(`{3,}|:{3,})\{solution\}")
 
 

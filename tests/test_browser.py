@@ -1,0 +1,653 @@
+"""The built HTML book, checked page by page in a real browser (Debian chromium via Playwright).
+
+The site is served from _build/html on 127.0.0.1 by a fixture; every request that would
+leave 127.0.0.1 is recorded and aborted, so the book must work offline (local MathJax).
+Each page of _toc.yml is opened once: checked in light mode, then switched to dark mode
+with the theme button of the header, like a reader would; the tests below assert on what
+that visit recorded, so a failure names the page and the check.
+Full-page screenshots land in _build/screenshots/<page>-light.png and -dark.png.
+"""
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import queue
+import re
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote, urlsplit
+
+import pytest
+
+from conftest import BUILD_DIR, HTML_DIR, ROOT, toc_files
+
+from playwright import sync_api  # noqa: E402  (pinned in requirements.txt; never skipped)
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+]
+SCREENSHOT_DIR = BUILD_DIR / "screenshots"
+PAGES = toc_files()
+INTRO = PAGES[0]
+# Chapter pages are the notebooks of the toc: they offer their .ipynb for download.
+CHAPTERS = [page for page in PAGES if (ROOT / f"{page}.ipynb").exists()]
+HIDE_TAGS = ("hide-input", "hide-output", "hide-cell")
+DATA_FILE = "adult_with_pii.csv"
+CSV_HEADER = "Name,DOB,SSN,Zip"
+MIN_CONTRAST = 4.5  # WCAG AA for body text
+TIMEOUT_MS = 20_000
+# Pages are visited by this many browsers at once (one per core, at most two).
+WORKERS = max(1, min(2, os.cpu_count() or 1))
+
+
+# --------------------------------------------------------------------------------------
+# JavaScript run inside the page
+# --------------------------------------------------------------------------------------
+
+# Waits until MathJax (if the page loads it) has typeset the page and the fonts are in.
+WAIT_FOR_RENDERING = """async () => {
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
+    await MathJax.startup.promise;
+  }
+  if (document.fonts) { await document.fonts.ready; }
+}"""
+
+# Text of the page outside code and rendered math, one line per block element, plus
+# what Sphinx marked as math and what MathJax made of it, images and headings.
+COLLECT = r"""() => {
+  const main = document.querySelector('#main-content') || document.body;
+  const SKIP = 'code, pre, kbd, samp, script, style, textarea, mjx-container, .highlight';
+  const BLOCK = /^(P|LI|TD|TH|DD|DT|H[1-6]|DIV|SECTION|FIGCAPTION|CAPTION|BLOCKQUOTE|SUMMARY|TABLE|TR|UL|OL|DL|FIGURE|ASIDE)$/;
+  const lines = [];
+  let current = null, line = '';
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (!parent || parent.closest(SKIP)) continue;
+    let block = parent;
+    while (block !== main && !BLOCK.test(block.tagName)) block = block.parentElement;
+    if (block !== current) { if (line.trim()) lines.push(line); line = ''; current = block; }
+    line += node.textContent;
+  }
+  if (line.trim()) lines.push(line);
+
+  const maths = [...document.querySelectorAll('.math')];
+  const unrendered = maths.filter(m => !m.querySelector('mjx-container'))
+                          .map(m => m.textContent.trim().slice(0, 80));
+  const errors = [...document.querySelectorAll('mjx-merror')]
+      .map(e => e.getAttribute('data-mjx-error') || e.textContent);
+
+  const images = [...document.images].map(img => {
+    const figure = img.closest('figure');
+    const caption = figure && figure.querySelector('figcaption');
+    return {src: img.getAttribute('src'), complete: img.complete, width: img.naturalWidth,
+            alt: (img.getAttribute('alt') || '').trim(),
+            caption: caption ? caption.textContent.trim() : ''};
+  });
+  // Headings a reader (or a screen reader) gets: not those of print-only blocks (display: none),
+  // but those in folded dropdowns, which are part of the page's outline.
+  const shown = el => { for (let e = el; e; e = e.parentElement) {
+      if (getComputedStyle(e).display === 'none') return false; } return true; };
+  const headings = [...document.querySelectorAll('h1, h2, h3, h4, h5, h6')].filter(shown)
+      .map(h => ({level: Number(h.tagName[1]), text: h.textContent.replace(/#$/, '').trim().slice(0, 60)}));
+  return {lines, math: maths.length, unrendered, errors,
+          containers: document.querySelectorAll('mjx-container').length,
+          images, headings, theme: document.documentElement.dataset.theme || ''};
+}"""
+
+# Folded cells (myst-nb renders hide-input/-output/-cell as <details> in the cell).
+FOLDED = ".cell > details.hide"
+FOLD_STATE = r"""sel => [...document.querySelectorAll(sel)].map(d => {
+  const seen = el => !!el && el.checkVisibility({checkVisibilityCSS: true})
+                    && el.getBoundingClientRect().height > 0;
+  const code = d.querySelector('pre');
+  return {cell: d.parentElement.className,
+          state: {open: d.open, visible: seen(d.querySelector(':scope > :not(summary)')),
+                  code: code ? seen(code) : null}};
+})"""
+
+# Colour helpers shared by the dark-mode checks.
+COLOUR_JS = r"""
+  const parse = s => { const m = s.match(/rgba?\(([^)]+)\)/); if (!m) return [0, 0, 0, 0];
+    const p = m[1].split(/[ ,\/]+/).filter(Boolean).map(Number); return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1]; };
+  const over = (top, bottom) => { const a = top[3];
+    return [0, 1, 2].map(i => top[i] * a + bottom[i] * (1 - a)).concat([1]); };
+  const lum = c => { const f = v => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
+  const contrast = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
+  // Background actually painted behind `el`: its own and its ancestors' colours, composited.
+  const backdrop = el => { const stack = [];
+    for (let e = el; e; e = e.parentElement) stack.push(parse(getComputedStyle(e).backgroundColor));
+    let colour = [255, 255, 255, 1];  // the canvas of a page without any background is white
+    for (const c of stack.reverse()) colour = over(c, colour);
+    return colour; };
+  const hex = c => '#' + c.slice(0, 3).map(v => Math.round(v).toString(16).padStart(2, '0')).join('');
+"""
+
+# Contrast of every visible piece of text in the article against what is painted behind it.
+TEXT_CONTRAST = "() => {" + COLOUR_JS + r"""
+  const main = document.querySelector('#main-content') || document.body;
+  const low = [];
+  let checked = 0;
+  for (const el of main.querySelectorAll('*')) {
+    if (el.closest('mjx-container, svg')) continue;
+    const own = [...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim());
+    if (!own || !el.checkVisibility({checkOpacity: true, checkVisibilityCSS: true})) continue;
+    const style = getComputedStyle(el);
+    const bg = backdrop(el);
+    const fg = over(parse(style.color), bg);
+    const ratio = contrast(fg, bg);
+    checked++;
+    if (ratio < %(min)s) low.push({text: el.textContent.trim().slice(0, 50), tag: el.tagName,
+                                   ratio: Math.round(ratio * 100) / 100, fg: hex(fg), bg: hex(bg)});
+  }
+  return {checked, low};
+}""" % {"min": MIN_CONTRAST}
+
+# For every image: does it have transparent pixels, what is its darkest ink, and what does
+# the page paint behind it?  A transparent figure drawn for white paper (black ink) is only
+# readable in dark mode if the theme puts a light background behind it.
+FIGURE_BACKDROPS = "async () => {" + COLOUR_JS + r"""
+  const out = [];
+  for (const img of document.querySelectorAll('#main-content img')) {
+    if (!img.naturalWidth || !img.checkVisibility()) continue;
+    try { await img.decode(); } catch (e) {}
+    const scale = Math.min(1, 400 / Math.max(img.naturalWidth, img.naturalHeight));
+    const w = Math.max(1, Math.round(img.naturalWidth * scale)), h = Math.max(1, Math.round(img.naturalHeight * scale));
+    const canvas = document.createElement('canvas');
+    canvas.width = w; canvas.height = h;
+    const ctx = canvas.getContext('2d');
+    ctx.drawImage(img, 0, 0, w, h);
+    const data = ctx.getImageData(0, 0, w, h).data;
+    let transparent = 0, darkest = null, darkestLum = 2;
+    for (let i = 0; i < data.length; i += 4) {
+      if (data[i + 3] < 250) transparent++;
+      if (data[i + 3] > 200) { const c = [data[i], data[i + 1], data[i + 2], 1], l = lum(c);
+        if (l < darkestLum) { darkestLum = l; darkest = c; } }
+    }
+    const bg = backdrop(img);
+    out.push({src: img.getAttribute('src'), transparentShare: transparent / (w * h),
+              ink: darkest ? hex(darkest) : null, backdrop: hex(bg),
+              contrastDark: darkest ? contrast(darkest, bg) : null,
+              contrastPaper: darkest ? contrast(darkest, [255, 255, 255, 1]) : null});
+  }
+  return out;
+}"""
+
+
+# --------------------------------------------------------------------------------------
+# Fixtures: the served site, the browser, and one visit per page
+# --------------------------------------------------------------------------------------
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - keep pytest output clean
+        pass
+
+
+@pytest.fixture(scope="module")
+def site(html_build):
+    """The built book served on 127.0.0.1 (a free port) for the whole module."""
+    assert html_build.returncode == 0, (html_build.stdout + html_build.stderr)[-4000:]
+    handler = functools.partial(_QuietHandler, directory=str(HTML_DIR))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian chromium, for the tests that drive a page themselves (search, download)."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (make system-deps)")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@dataclass
+class Visit:
+    """What one page load recorded."""
+    page: str
+    console_errors: list = field(default_factory=list)
+    page_errors: list = field(default_factory=list)
+    external_requests: list = field(default_factory=list)
+    broken_local: list = field(default_factory=list)
+    facts: dict = field(default_factory=dict)
+    contrast: dict = field(default_factory=dict)
+    figures: list = field(default_factory=list)
+    toggles: list = field(default_factory=list)
+    download_links: list = field(default_factory=list)
+    notebook: object = None
+    dark_theme: str = ""
+    screenshots: dict = field(default_factory=dict)
+
+
+def new_context(browser, base_url: str, recorder: Visit):
+    """A fresh browser context (light colour scheme) that only lets requests to our server through."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True,
+                                  service_workers="block", color_scheme="light")
+    context.set_default_timeout(TIMEOUT_MS)
+    local = urlsplit(base_url).netloc
+
+    def guard(route):
+        url = route.request.url
+        if urlsplit(url).netloc == local:
+            route.continue_()
+        else:
+            recorder.external_requests.append(url)
+            route.abort()
+
+    context.route("**/*", guard)
+    return context
+
+
+def watch(page, recorder: Visit, base_url: str) -> None:
+    """Record console errors, uncaught exceptions and failed requests to our server."""
+    local = urlsplit(base_url).netloc
+
+    def on_console(message):
+        if message.type == "error":
+            location = message.location or {}
+            recorder.console_errors.append(f"{message.text} ({location.get('url', '?')}:{location.get('lineNumber', '?')})")
+
+    def on_response(response):
+        if urlsplit(response.url).netloc == local and response.status >= 400:
+            recorder.broken_local.append(f"HTTP {response.status} {response.url}")
+
+    def on_failed(request):
+        if urlsplit(request.url).netloc == local:
+            recorder.broken_local.append(f"{request.failure} {request.url}")
+
+    page.on("console", on_console)
+    page.on("pageerror", lambda error: recorder.page_errors.append(str(error)))
+    page.on("response", on_response)
+    page.on("requestfailed", on_failed)
+
+
+def screenshot_path(page_name: str, mode: str) -> Path:
+    """_build/screenshots/chapters__x-dark.png for page chapters/x in dark mode."""
+    return SCREENSHOT_DIR / f"{page_name.replace('/', '__')}-{mode}.png"
+
+
+def switch_to_dark(page) -> str:
+    """Click the theme button like a reader until the page is dark (it cycles auto/dark/light)."""
+    button = page.locator(".theme-switch-button")
+    for _ in range(3):
+        if page.evaluate("document.documentElement.dataset.theme") == "dark" or not button.count():
+            break
+        button.first.click()
+    return page.evaluate("document.documentElement.dataset.theme") or ""
+
+
+def visit_page(browser, base_url: str, page_name: str) -> Visit:
+    """Open one page and record everything the per-page tests assert on."""
+    recorder = Visit(page_name)
+    context = new_context(browser, base_url, recorder)
+    try:
+        page = context.new_page()
+        watch(page, recorder, base_url)
+        page.goto(base_url + quote(f"{page_name}.html"), wait_until="load")
+        page.evaluate(WAIT_FOR_RENDERING)
+        recorder.facts = page.evaluate(COLLECT)
+        recorder.screenshots["light"] = screenshot_path(page_name, "light")
+        page.screenshot(path=str(recorder.screenshots["light"]), full_page=True)
+
+        # The download dropdown of the header: open it like a reader and read its links.
+        toggle = page.locator(".dropdown-download-buttons > button")
+        if toggle.count():
+            toggle.first.click()
+            links = page.locator(".dropdown-download-buttons .dropdown-menu a")
+            try:
+                links.first.wait_for(state="visible", timeout=5000)
+            except sync_api.TimeoutError:
+                pass  # recorded as not visible below
+            recorder.download_links = links.evaluate_all(
+                "links => links.map(a => ({href: a.href, text: a.textContent.trim(),"
+                " visible: a.checkVisibility()}))")
+            page.keyboard.press("Escape")
+            notebooks = [link["href"] for link in recorder.download_links if link["href"].endswith(".ipynb")]
+            if notebooks:
+                recorder.notebook = page.evaluate(
+                    "async url => { const r = await fetch(url); return {status: r.status, text: await r.text()}; }",
+                    notebooks[0])
+
+        # Dark mode, switched with the theme button in the header.
+        recorder.dark_theme = switch_to_dark(page)
+        if recorder.dark_theme == "dark":
+            page.evaluate(WAIT_FOR_RENDERING)
+            recorder.contrast = page.evaluate(TEXT_CONTRAST)
+            recorder.figures = page.evaluate(FIGURE_BACKDROPS)
+            recorder.screenshots["dark"] = screenshot_path(page_name, "dark")
+            page.screenshot(path=str(recorder.screenshots["dark"]), full_page=True)
+
+        # Folded cells: each must start closed with its content hidden, and open on a click.
+        # The first is clicked through the browser's input pipeline (hit-testing included);
+        # the others get a DOM click, which runs the same <summary> activation, to save time.
+        summaries = page.locator(FOLDED + " > summary")
+        if summaries.count():
+            before = page.evaluate(FOLD_STATE, FOLDED)
+            summaries.first.click()
+            page.evaluate("sel => [...document.querySelectorAll(sel + ' > summary')].slice(1)"
+                          ".forEach(s => s.click())", FOLDED)
+            after = page.evaluate(FOLD_STATE, FOLDED)
+            recorder.toggles = [{"cell": b["cell"], "before": b["state"], "after": a["state"]}
+                                for b, a in zip(before, after)]
+    finally:
+        context.close()
+    return recorder
+
+
+def _visit_all(base_url: str, pages: list[str]) -> dict:
+    """Visit `pages` with WORKERS browsers side by side (Playwright's sync API wants one
+    instance per thread); a page whose visit raised maps to its exception."""
+    todo = queue.SimpleQueue()
+    for name in pages:
+        todo.put(name)
+    results: dict = {}
+
+    def worker():
+        try:
+            with sync_api.sync_playwright() as playwright:
+                chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+                try:
+                    while True:
+                        try:
+                            name = todo.get_nowait()
+                        except queue.Empty:
+                            return
+                        try:
+                            results[name] = visit_page(chromium, base_url, name)
+                        except Exception as error:  # reported by the tests of that page
+                            results[name] = error
+                finally:
+                    chromium.close()
+        except Exception as error:  # the browser did not start: every page left fails with it
+            for name in pages:
+                results.setdefault(name, error)
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(WORKERS, len(pages)))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+@pytest.fixture(scope="module")
+def visits(site, browser):
+    """visit(page) -> Visit; every page of the toc is visited once, on first use."""
+    SCREENSHOT_DIR.mkdir(parents=True, exist_ok=True)
+    results: dict = {}
+
+    def visit(page_name: str) -> Visit:
+        if not results:
+            results.update(_visit_all(site, PAGES))
+        outcome = results[page_name]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    return visit
+
+
+# --------------------------------------------------------------------------------------
+# Per-page checks
+# --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_loads_without_errors(visits, page):
+    """No console error, uncaught exception or broken local resource, in light or dark mode.
+
+    Nothing is ignored: an aborted request to another host also logs a console error
+    here, on top of failing test_no_request_leaves_localhost.
+    """
+    seen = visits(page)
+    problems = ([f"console: {text}" for text in seen.console_errors]
+                + [f"page error: {text}" for text in seen.page_errors]
+                + [f"broken: {text}" for text in seen.broken_local])
+    assert not problems, f"{page}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_request_leaves_localhost(visits, page):
+    outside = sorted(set(visits(page).external_requests))
+    assert not outside, f"{page} requested other hosts (the book must work offline): {outside}"
+
+
+# Unrendered TeX in running text: delimiters MathJax should have consumed, display $$,
+# TeX commands, or an inline $...$ pair (TeX's rule: no space inside the dollars, and the
+# closing one not followed by a digit, so "$5 and $10" is prose, not math).
+RAW_TEX = [
+    ("\\( or \\) delimiter", re.compile(r"\\[()]")),
+    ("\\[ or \\] delimiter", re.compile(r"\\[\[\]]")),
+    ("$$ display math", re.compile(r"\$\$")),
+    ("TeX command", re.compile(r"\\(?:[A-Za-z]{2,}|[,;:!{}_^])")),
+    ("inline $...$", re.compile(r"(?<![\\$\w])\$(?=[^\s$\d])[^$\n]*?(?<=[^\s$\\])\$(?![\d$])")),
+]
+
+
+def find_raw_tex(lines: list[str]) -> list[str]:
+    hits = []
+    for line in lines:
+        for name, pattern in RAW_TEX:
+            for match in pattern.finditer(line):
+                start = max(0, match.start() - 30)
+                hits.append(f"{name}: ...{line[start:match.end() + 30]!r}")
+    return hits
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_math_is_rendered(visits, page):
+    facts = visits(page).facts
+    raw = find_raw_tex(facts["lines"])
+    assert not raw, f"{page}: unrendered TeX in the text:\n" + "\n".join(raw[:20])
+    if facts["math"]:
+        assert facts["containers"] > 0, f"{page}: {facts['math']} math elements but MathJax rendered none"
+        assert not facts["unrendered"], f"{page}: math not typeset by MathJax: {facts['unrendered'][:10]}"
+    assert not facts["errors"], f"{page}: MathJax errors: {facts['errors'][:10]}"
+
+
+def test_raw_tex_detector():
+    """The detector behind test_math_is_rendered finds TeX and leaves prose with dollars alone."""
+    assert find_raw_tex([r"where \(x\) is"]) and find_raw_tex([r"\[ x^2 \]"])
+    assert find_raw_tex(["we have $\\varepsilon = 1$ here"]) and find_raw_tex(["so $x$ and $y$"])
+    assert find_raw_tex(["$$a + b$$"]) and find_raw_tex(["noise \\frac{1}{2}"])
+    assert find_raw_tex(["the $k$-anonymity of it"])
+    assert not find_raw_tex(["income above $50,000 (Target)", "costs $5 and $10 a day", "US$ 3"])
+    assert not find_raw_tex(["a price of $5, or $5.50 in total", "C:/path and 50$"])
+
+
+# alt text that is just a file name (myst-nb's default for an output image) is not alt text.
+FILE_NAME_ALT = re.compile(r"^\S*\.(?:png|jpe?g|gif|svg|webp)$|^\S*/\S*$", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_images_load_and_are_described(visits, page):
+    problems = []
+    for image in visits(page).facts["images"]:
+        if not image["complete"] or image["width"] == 0:
+            problems.append(f"not loaded: {image['src']}")
+        described = image["alt"] and not FILE_NAME_ALT.match(image["alt"])
+        if not described and not image["caption"]:
+            problems.append(f"no alt text (alt={image['alt']!r}) and no figure caption: {image['src']}")
+    assert not problems, f"{page}:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_headings_are_in_order(visits, page):
+    headings = visits(page).facts["headings"]
+    levels = [h["level"] for h in headings]
+    assert levels.count(1) == 1, f"{page}: {levels.count(1)} <h1> elements: {headings}"
+    assert levels[0] == 1, f"{page}: the first heading is not the <h1>: {headings[0]}"
+    skips = [(before, after) for before, after in zip(headings, headings[1:])
+             if after["level"] > before["level"] + 1]
+    assert not skips, f"{page}: heading levels skipped going down: {skips}"
+
+
+def _source_hidden_cells(page_name: str) -> int:
+    """Cells of the page's source that carry a hide-* tag."""
+    notebook = ROOT / f"{page_name}.ipynb"
+    if notebook.exists():
+        cells = json.loads(notebook.read_text())["cells"]
+        return sum(1 for cell in cells if set(cell.get("metadata", {}).get("tags", [])) & set(HIDE_TAGS))
+    markdown = ROOT / f"{page_name}.md"
+    if markdown.exists():
+        return len(re.findall(r"^:tags:.*\bhide-(?:input|output|cell)\b", markdown.read_text(), re.MULTILINE))
+    return 0
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_hidden_code_toggles_open(visits, page):
+    toggles = visits(page).toggles
+    expected = _source_hidden_cells(page)
+    if not expected and not toggles:
+        pytest.skip(f"{page} has no folded cells")
+    assert len(toggles) == expected, f"{page}: {expected} cells tagged {HIDE_TAGS} but {len(toggles)} folded toggles"
+    for toggle in toggles:
+        assert not toggle["before"]["open"] and not toggle["before"]["visible"], f"{page}: not folded at first: {toggle}"
+        assert toggle["after"]["open"] and toggle["after"]["visible"], f"{page}: a click did not open it: {toggle}"
+        if "tag_hide-input" in toggle["cell"] or "tag_hide-cell" in toggle["cell"]:
+            assert toggle["after"]["code"], f"{page}: opened, but its code is not visible: {toggle}"
+
+
+def test_book_has_folded_code(visits):
+    """The intro promises setup cells folded away that open with a click: at least one exists."""
+    folded = {page: len(visits(page).toggles) for page in PAGES}
+    hide_input = sum(1 for page in PAGES for t in visits(page).toggles if "tag_hide-input" in t["cell"])
+    assert hide_input > 0, f"no page of the book has a folded (hide-input) code cell: {folded}"
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_chapter_offers_its_notebook_with_outputs(visits, page):
+    seen = visits(page)
+    notebooks = [link for link in seen.download_links if link["href"].endswith(".ipynb")]
+    assert notebooks, f"{page}: no .ipynb link in the download menu: {seen.download_links}"
+    assert notebooks[0]["visible"], f"{page}: the .ipynb link does not show when the menu is opened"
+    assert seen.notebook and seen.notebook["status"] == 200, f"{page}: {notebooks[0]['href']} -> {seen.notebook}"
+    notebook = json.loads(seen.notebook["text"])
+    code = [cell for cell in notebook.get("cells", []) if cell.get("cell_type") == "code"]
+    assert notebook.get("nbformat") == 4 and code, f"{page}: the download is not a notebook with code cells"
+    with_outputs = [cell for cell in code if cell.get("outputs")]
+    assert with_outputs, f"{page}: the downloaded notebook has no stored outputs"
+
+
+def test_intro_data_link_downloads_the_csv(site, browser):
+    recorder = Visit(INTRO)
+    context = new_context(browser, site, recorder)
+    try:
+        page = context.new_page()
+        page.goto(site + quote(f"{INTRO}.html"), wait_until="load")
+        link = page.locator(f"#main-content a[href$='{DATA_FILE}']")
+        assert link.count(), f"{INTRO}: no link to {DATA_FILE}"
+        with page.expect_download() as download_info:
+            link.first.click()
+        download = download_info.value
+        assert download.suggested_filename == DATA_FILE
+        with open(download.path(), encoding="utf-8") as handle:
+            header = handle.readline()
+    finally:
+        context.close()
+    assert header.startswith(CSV_HEADER), f"downloaded {DATA_FILE} starts with {header[:80]!r}"
+    assert not recorder.external_requests, recorder.external_requests
+
+
+def _title_word(page_name: str) -> str:
+    """The longest word of the chapter's title: a term the search must find it by."""
+    cells = json.loads((ROOT / f"{page_name}.ipynb").read_text())["cells"]
+    for cell in cells:
+        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        match = re.search(r"^# (.+)$", source, re.MULTILINE)
+        if cell["cell_type"] == "markdown" and match:
+            return max(re.findall(r"[A-Za-z]+", match.group(1)), key=len).lower()
+    raise AssertionError(f"{page_name} has no '# title'")
+
+
+def search(browser, site: str, term: str) -> list[str]:
+    """Run the book's search page for `term` and return the result links."""
+    recorder = Visit(f"search {term}")
+    context = new_context(browser, site, recorder)
+    try:
+        page = context.new_page()
+        watch(page, recorder, site)
+        page.goto(site + "search.html?q=" + quote(term), wait_until="load")
+        # The summary line is created empty and filled in when the last result is listed.
+        page.wait_for_function("() => { const s = document.querySelector('#search-results .search-summary');"
+                               " return s && s.textContent.trim().length > 0; }")
+        links = page.locator("#search-results ul.search li a").evaluate_all(
+            "links => links.map(a => new URL(a.href).pathname)")
+    finally:
+        context.close()
+    # Console errors of search.html are those of every page (test_page_loads_without_errors).
+    assert not recorder.external_requests, f"search.html requested other hosts: {recorder.external_requests}"
+    return links
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_search_finds_the_chapter(site, browser, page):
+    term = _title_word(page)
+    links = search(browser, site, term)
+    assert f"/{page}.html" in links, f"searching {term!r} did not list {page}: {links}"
+
+
+def test_search_finds_linkage(site, browser):
+    """A term from the text (not a title) finds the chapters that use it, and only pages."""
+    expected = [page for page in CHAPTERS
+                if re.search(r"\blinkage\b", (HTML_DIR / f"{page}.html").read_text(), re.IGNORECASE)]
+    if not expected:
+        pytest.skip("no chapter mentions linkage yet")
+    links = search(browser, site, "linkage")
+    missing = [page for page in expected if f"/{page}.html" not in links]
+    assert not missing, f"searching 'linkage' did not list {missing}: {links}"
+    assert not search(browser, site, "xqzvwk"), "a nonsense word found results"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_dark_mode_text_is_readable(visits, page):
+    seen = visits(page)
+    assert seen.dark_theme == "dark", f"{page}: the theme button never made html[data-theme] dark ({seen.dark_theme!r})"
+    assert seen.contrast["checked"] > 0, f"{page}: no text found to check"
+    low = seen.contrast["low"]
+    assert not low, f"{page}: text below {MIN_CONTRAST}:1 contrast in dark mode:\n" + "\n".join(map(str, low[:15]))
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_dark_mode_figures_are_readable(visits, page):
+    """An opaque figure looks as it does on white paper; a transparent one needs a light backdrop."""
+    problems = []
+    for figure in visits(page).figures:
+        if figure["transparentShare"] < 0.01 or figure["ink"] is None:
+            continue
+        needed = min(MIN_CONTRAST, figure["contrastPaper"])
+        if figure["contrastDark"] < needed:
+            problems.append(f"{figure['src']}: ink {figure['ink']} on {figure['backdrop']} "
+                            f"has contrast {figure['contrastDark']:.2f} (< {needed:.2f})")
+    assert not problems, f"{page}: transparent figures unreadable in dark mode:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_screenshots_saved(visits, page):
+    for mode in ("light", "dark"):
+        path = visits(page).screenshots.get(mode)
+        assert path and path.exists() and path.stat().st_size > 10_000, f"{page}: no {mode} screenshot at {path}"
