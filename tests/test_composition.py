@@ -3,37 +3,24 @@
 The notebook is executed once (in its own folder, so that its data loader finds
 ../data/); the tests then call its functions inside the same kernel.
 """
-from pathlib import Path
-
 import pytest
-from testbook import testbook
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "composition.ipynb"
+from conftest import chapter_kernel, value_error_message
+
 
 
 @pytest.fixture(scope="module")
 def tb():
-    with testbook(NOTEBOOK, execute=True, timeout=300,
-                  resources={"metadata": {"path": str(NOTEBOOK.parent)}}) as notebook:
+    with chapter_kernel("composition") as notebook:
         notebook.inject("""
             test_rng = np.random.default_rng(12345)
-
-            def _value_error_message(call):
-                try:
-                    call()
-                except ValueError as err:
-                    return str(err)
-                return None
         """, pop=True)
         yield notebook
 
 
 def assert_value_error(tb, code, fragment):
-    """Evaluate code in the kernel; it must raise a ValueError (or a subclass)
-    whose message contains fragment. Any other exception propagates as a
-    TestbookRuntimeError and fails the test."""
-    message = tb.value(f"_value_error_message(lambda: {code})")
-    assert message is not None, f"{code} did not raise ValueError"
+    """`code` must raise a ValueError (or a subclass) whose message contains `fragment`."""
+    message = value_error_message(tb, code)
     assert fragment in message, message
 
 

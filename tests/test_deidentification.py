@@ -3,11 +3,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from testbook import testbook
-from testbook.exceptions import TestbookRuntimeError
+
+from conftest import chapter_kernel, value_error_message
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOK = ROOT / "chapters" / "deidentification.ipynb"
 DATA = ROOT / "data" / "adult_with_pii.csv"
 
 # Small tables built inside the kernel; every expected value below is worked out by hand.
@@ -25,9 +24,7 @@ empty = tiny.iloc[0:0]
 
 @pytest.fixture(scope="module")
 def tb():
-    # The kernel must start in chapters/ so that load_adult finds ../data/.
-    with testbook(NOTEBOOK, execute=True, timeout=300,
-                  resources={"metadata": {"path": str(NOTEBOOK.parent)}}) as notebook:
+    with chapter_kernel("deidentification") as notebook:
         notebook.inject(SETUP, pop=True)
         yield notebook
 
@@ -35,14 +32,6 @@ def tb():
 @pytest.fixture(scope="module")
 def adult():
     return pd.read_csv(DATA, dtype={"Zip": str, "SSN": str})
-
-
-def assert_value_error(tb, code, fragment):
-    """Run `code` in the kernel and check it raises ValueError whose message contains `fragment`."""
-    with pytest.raises(TestbookRuntimeError) as info:
-        tb.inject(code, pop=True)
-    assert info.value.eclass is ValueError
-    assert fragment in str(info.value.evalue)
 
 
 # check_columns
@@ -59,7 +48,7 @@ def test_check_columns_accepts_a_string_or_a_list(tb):
     ('check_columns(tiny, [])', "at least one column"),
 ])
 def test_check_columns_rejects_bad_input(tb, code, fragment):
-    assert_value_error(tb, code, fragment)
+    assert fragment in value_error_message(tb, code)
 
 
 # linkage_attack
@@ -85,7 +74,7 @@ def test_linkage_attack_on_the_friend(tb, adult):
     ('linkage_attack(tiny_known.iloc[0:0], tiny, ["DOB"])', "empty"),
 ])
 def test_linkage_attack_rejects_bad_input(tb, code, fragment):
-    assert_value_error(tb, code, fragment)
+    assert fragment in value_error_message(tb, code)
 
 
 # anonymity_set_sizes and uniqueness_table
@@ -109,7 +98,7 @@ def test_anonymity_set_sizes_match_pandas_on_the_data(tb, adult):
     ('anonymity_set_sizes(empty, ["DOB"])', "empty"),
 ])
 def test_anonymity_set_sizes_rejects_bad_input(tb, code, fragment):
-    assert_value_error(tb, code, fragment)
+    assert fragment in value_error_message(tb, code)
 
 
 def test_uniqueness_table_by_hand(tb):
@@ -126,7 +115,7 @@ def test_uniqueness_table_by_hand(tb):
     ('uniqueness_table(empty, {"zip": ["Zip"]})', "empty"),
 ])
 def test_uniqueness_table_rejects_bad_input(tb, code, fragment):
-    assert_value_error(tb, code, fragment)
+    assert fragment in value_error_message(tb, code)
 
 
 # matching_rows and age_band
@@ -151,7 +140,7 @@ def test_friend_is_alone_on_innocuous_facts(tb, adult):
     ('matching_rows(empty, {"Zip": "00001"})', "empty"),
 ])
 def test_matching_rows_rejects_bad_input(tb, code, fragment):
-    assert_value_error(tb, code, fragment)
+    assert fragment in value_error_message(tb, code)
 
 
 def test_age_band(tb):
@@ -162,7 +151,7 @@ def test_age_band(tb):
 
 @pytest.mark.parametrize("width", ["0", "-5", "2.5", "True", "'10'"])
 def test_age_band_rejects_bad_width(tb, width):
-    assert_value_error(tb, f"age_band(pd.Series([34]), width={width})", "width")
+    assert "width" in value_error_message(tb, f"age_band(pd.Series([34]), width={width})")
 
 
 # sum_query and the differencing attack
@@ -181,7 +170,7 @@ def test_sum_query_by_hand(tb):
     ('sum_query(empty, "Age", empty["Age"] > 0, min_rows=1)', "empty"),
 ])
 def test_sum_query_rejects_bad_input(tb, code, fragment):
-    assert_value_error(tb, code, fragment)
+    assert fragment in value_error_message(tb, code)
 
 
 def test_differencing_attack_reveals_the_friend(tb, adult):

@@ -1,11 +1,9 @@
 """Tests for chapters/differential-privacy.ipynb: the chapter's own functions, run in its kernel."""
-from pathlib import Path
-
 import pytest
-from testbook import testbook
 from testbook.exceptions import TestbookRuntimeError
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "differential-privacy.ipynb"
+from conftest import chapter_kernel
+
 
 # Helpers injected into the kernel for the statistical tests. Every test seeds its own generator.
 STAT_HELPERS = '''
@@ -46,10 +44,7 @@ def std_as_scale_mechanism(value, sensitivity, epsilon, rng):
 
 @pytest.fixture(scope="module")
 def tb():
-    # testbook starts the kernel in pytest's working directory; the chapter's loaders look
-    # beside the notebook and in ../data/, so run the kernel in the notebook's own folder.
-    with testbook(NOTEBOOK, execute=True, timeout=300,
-                  resources={"metadata": {"path": str(NOTEBOOK.parent)}}) as notebook:
+    with chapter_kernel("differential-privacy") as notebook:
         notebook.inject(STAT_HELPERS)
         yield notebook
 

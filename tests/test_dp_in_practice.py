@@ -1,30 +1,16 @@
 """Tests for chapters/dp-in-practice.ipynb: the chapter's own functions, run in its kernel."""
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy import stats
-from testbook import testbook
-from testbook.exceptions import TestbookRuntimeError
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "dp-in-practice.ipynb"
+from conftest import chapter_kernel, value_error_message
+
 
 
 @pytest.fixture(scope="module")
 def tb():
-    # Run the kernel in the chapter's folder, so that load_adult finds ../data/.
-    with testbook(NOTEBOOK, execute=True, timeout=300,
-                  resources={"metadata": {"path": str(NOTEBOOK.parent)}}) as notebook:
+    with chapter_kernel("dp-in-practice") as notebook:
         yield notebook
-
-
-def raises_value_error(tb, code):
-    """Run `code` in the kernel and report whether it raised ValueError."""
-    try:
-        tb.inject(code, pop=True)
-    except TestbookRuntimeError as err:
-        return err.eclass is ValueError
-    return False
 
 
 # --- the distinguishing bound -------------------------------------------------
@@ -35,7 +21,7 @@ def test_max_success_rate_values(tb):
 
 
 def test_max_success_rate_rejects_negative_epsilon(tb):
-    assert raises_value_error(tb, "max_success_rate(-0.1)")
+    value_error_message(tb, "max_success_rate(-0.1)")
 
 
 # --- Clopper-Pearson -------------------------------------------------------
@@ -52,7 +38,7 @@ def test_clopper_pearson_matches_scipy(tb, successes, trials):
 @pytest.mark.parametrize("call", ["clopper_pearson(3, 10, 1.0)", "clopper_pearson(11, 10)",
                                   "clopper_pearson(0, 0)"])
 def test_clopper_pearson_rejects_bad_input(tb, call):
-    assert raises_value_error(tb, call)
+    value_error_message(tb, call)
 
 
 # --- mechanisms ------------------------------------------------------------
@@ -84,7 +70,7 @@ def test_geometric_mechanism_distribution(tb):
     "attack_success(naive_laplace, could_come_from_naive, 0.5, 0, rng)",
 ])
 def test_mechanisms_reject_bad_input(tb, call):
-    assert raises_value_error(tb, call)
+    value_error_message(tb, call)
 
 
 # --- the floating-point attack ---------------------------------------------
@@ -153,7 +139,7 @@ def test_auditor_bound_on_perfectly_separated_outputs(tb):
     "audit_epsilon(laplace_count, is_rich, without_one_rich, 100, 10, (0, 1), rng, confidence=1.0)",
 ])
 def test_auditor_rejects_bad_input(tb, call):
-    assert raises_value_error(tb, call)
+    value_error_message(tb, call)
 
 
 def test_auditor_flags_each_bug_and_passes_correct_ones(tb):

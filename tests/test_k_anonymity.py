@@ -2,29 +2,16 @@
 
 The notebook is executed once (about ten seconds); every test then runs code in its kernel.
 """
-from pathlib import Path
-
 import pytest
-from testbook import testbook
-from testbook.exceptions import TestbookRuntimeError
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "k-anonymity.ipynb"
+from conftest import chapter_kernel, value_error_message
+
 
 
 @pytest.fixture(scope="module")
 def tb():
-    # Run the kernel in the chapter's folder, so that load_adult finds ../data/.
-    resources = {"metadata": {"path": str(NOTEBOOK.parent)}}
-    with testbook(NOTEBOOK, execute=True, timeout=300, resources=resources) as notebook:
+    with chapter_kernel("k-anonymity") as notebook:
         yield notebook
-
-
-def value_error_message(tb, code):
-    """Run code in the kernel, require a ValueError, and return its message."""
-    with pytest.raises(TestbookRuntimeError) as info:
-        tb.inject(code, pop=True)
-    assert info.value.eclass is ValueError, info.value.evalue
-    return str(info.value.evalue)
 
 
 # --- k-anonymity checkers -------------------------------------------------------------------

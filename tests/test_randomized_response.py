@@ -3,34 +3,16 @@
 The notebook is executed once (module fixture); its own functions are then called
 inside the kernel, so these tests check exactly what the book shows.
 """
-from pathlib import Path
-
 import pytest
-from testbook import testbook
-from testbook.exceptions import TestbookRuntimeError
 
-NOTEBOOK = Path(__file__).resolve().parents[1] / "chapters" / "randomized-response.ipynb"
+from conftest import chapter_kernel, value_error_message
+
 
 
 @pytest.fixture(scope="module")
 def tb():
-    # Run the kernel in the chapter's folder so that load_adult finds ../data/.
-    with testbook(
-        NOTEBOOK,
-        execute=True,
-        timeout=300,
-        resources={"metadata": {"path": str(NOTEBOOK.parent)}},
-    ) as notebook:
+    with chapter_kernel("randomized-response") as notebook:
         yield notebook
-
-
-def raises_value_error(tb, code):
-    """Run `code` in the kernel and report whether it raised ValueError."""
-    try:
-        tb.inject(code)
-    except TestbookRuntimeError as err:
-        return err.eclass is ValueError
-    return False
 
 
 # --- randomized_response ---------------------------------------------------------
@@ -73,7 +55,7 @@ def test_randomized_response_keeps_shape_and_returns_booleans(tb):
     ],
 )
 def test_randomized_response_rejects_bad_input(tb, call):
-    assert raises_value_error(tb, call)
+    value_error_message(tb, call)
 
 
 # --- estimate_proportion and rr_standard_error --------------------------------------
@@ -127,7 +109,7 @@ def test_standard_error_formula(tb):
     ],
 )
 def test_estimator_rejects_bad_input(tb, call):
-    assert raises_value_error(tb, call)
+    value_error_message(tb, call)
 
 
 # --- epsilon ---------------------------------------------------------------------
@@ -146,7 +128,7 @@ def test_p_for_epsilon_inverts_epsilon(tb):
     "call", ["rr_epsilon(0.0)", "rr_epsilon(1.0)", "rr_p_for_epsilon(0)", "rr_p_for_epsilon(-1)"]
 )
 def test_epsilon_functions_reject_bad_input(tb, call):
-    assert raises_value_error(tb, call)
+    value_error_message(tb, call)
 
 
 # --- posterior_bounds ---------------------------------------------------------------
@@ -198,7 +180,7 @@ def test_empirical_posteriors_sit_on_the_bound(tb):
     ],
 )
 def test_posterior_bounds_rejects_bad_input(tb, call):
-    assert raises_value_error(tb, call)
+    value_error_message(tb, call)
 
 
 # --- laplace_count ---------------------------------------------------------------
@@ -216,4 +198,4 @@ def test_laplace_count_noise_scale(tb):
 
 @pytest.mark.parametrize("call", ["laplace_count(10, 0, rng)", "laplace_count(10, -0.5, rng)"])
 def test_laplace_count_rejects_bad_epsilon(tb, call):
-    assert raises_value_error(tb, call)
+    value_error_message(tb, call)
