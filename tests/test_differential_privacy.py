@@ -69,28 +69,16 @@ def test_laplace_mechanism_rejects_bad_inputs(tb, args):
     assert info.value.eclass is ValueError
 
 
-def test_laplace_mechanism_rejects_a_missing_generator(tb):
+@pytest.mark.parametrize("call, error", [
+    ("laplace_mechanism(100, 1, 1, 42)", TypeError),               # a seed, not a Generator
+    ("guessing_bound(-0.1)", ValueError),
+    ("remove_one_neighbours(health.iloc[:0])", ValueError),        # empty table
+    ("load_health('no_such_file.csv')", FileNotFoundError),
+])
+def test_helpers_reject_bad_input(tb, call, error):
     with pytest.raises(TestbookRuntimeError) as info:
-        tb.inject("laplace_mechanism(100, 1, 1, 42)", pop=True)
-    assert info.value.eclass is TypeError
-
-
-def test_guessing_bound_rejects_negative_epsilon(tb):
-    with pytest.raises(TestbookRuntimeError) as info:
-        tb.inject("guessing_bound(-0.1)", pop=True)
-    assert info.value.eclass is ValueError
-
-
-def test_remove_one_neighbours_rejects_an_empty_table(tb):
-    with pytest.raises(TestbookRuntimeError) as info:
-        tb.inject("remove_one_neighbours(health.iloc[:0])", pop=True)
-    assert info.value.eclass is ValueError
-
-
-def test_load_health_missing_file_gives_a_plain_error(tb):
-    with pytest.raises(TestbookRuntimeError) as info:
-        tb.inject("load_health('no_such_file.csv')", pop=True)
-    assert info.value.eclass is FileNotFoundError
+        tb.inject(call, pop=True)
+    assert info.value.eclass is error
 
 
 # --- happy paths --------------------------------------------------------------------------
