@@ -77,6 +77,27 @@ def test_linkage_attack_rejects_bad_input(tb, code, fragment):
     assert fragment in value_error_message(tb, code)
 
 
+# share_high_income
+
+def test_share_high_income_by_hand(tb):
+    assert tb.value("share_high_income(tiny)") == pytest.approx(3 / 6)
+    assert tb.value('share_high_income(tiny[tiny["Zip"] == "00001"])') == pytest.approx(2 / 3)
+
+
+def test_share_high_income_for_the_friend(tb, adult):
+    friend = adult[adult["Name"] == "Ambrose Dalstrom"].iloc[0]
+    same_zip = adult[adult["Zip"] == friend["Zip"]]
+    assert tb.value("share_high_income(matches_zip)") == pytest.approx((same_zip["Target"] == ">50K").mean())
+
+
+@pytest.mark.parametrize("code, fragment", [
+    ("share_high_income(empty)", "empty"),
+    ("share_high_income(tiny_known)", "unknown column"),
+])
+def test_share_high_income_rejects_bad_input(tb, code, fragment):
+    assert fragment in value_error_message(tb, code)
+
+
 # anonymity_set_sizes and uniqueness_table
 
 def test_anonymity_set_sizes_by_hand(tb):
