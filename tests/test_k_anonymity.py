@@ -45,6 +45,27 @@ def test_array_class_sizes_matches_group_sizes_on_census(tb):
                     "group_sizes(census, QI_NUMERIC)))")
 
 
+def test_array_class_sizes_treats_missing_values_as_one_value(tb):
+    # A NaN code of -1 would collide with another key; NaN must match NaN and nothing else.
+    tb.inject(
+        """
+        test_rng = np.random.default_rng(5)
+        array_disagreements = 0
+        for trial in range(40):
+            block = test_rng.integers(0, 3, size=(int(test_rng.integers(1, 40)), 2)).astype(float)
+            block[test_rng.random(block.shape) < 0.25] = np.nan
+            frame = pd.DataFrame(block, columns=["a", "b"])
+            array_disagreements += int(not np.array_equal(array_class_sizes(block),
+                                                          group_sizes(frame, ["a", "b"])))
+        """,
+        pop=True,
+    )
+    assert tb.value("array_disagreements") == 0
+    assert tb.value("array_class_sizes(np.array([[1.0, np.nan], [1.0, np.nan], [2.0, 0.0]])).tolist()") == [
+        2, 2, 1]
+    assert "2-d" in value_error_message(tb, "array_class_sizes(np.ones(3))")
+
+
 def test_naive_sizes_on_a_hand_made_table(tb):
     sizes = tb.value(
         "naive_group_sizes(pd.DataFrame({'a': [1, 1, 2, np.nan, np.nan], "
