@@ -132,6 +132,19 @@ def test_auditor_bound_on_perfectly_separated_outputs(tb):
     assert got == pytest.approx(np.log(lower / upper), rel=1e-9)
 
 
+def test_auditor_looks_in_both_directions(tb):
+    # Input 0 always lands in the first bin; input 1 lands in either bin. Only the
+    # ratio P[M(1) in bin 2] / P[M(0) in bin 2] is large, so an auditor that checked
+    # one direction only would report about ln 2 for one of the two argument orders.
+    mechanism = ("lambda data, k, rng: np.where(data == 0, 0.0, "
+                 "rng.integers(0, 2, k).astype(float))")
+    forward = tb.value(f"audit_epsilon({mechanism}, 0, 1, 5000, 2, (0, 1), "
+                       "np.random.default_rng(7))")
+    backward = tb.value(f"audit_epsilon({mechanism}, 1, 0, 5000, 2, (0, 1), "
+                        "np.random.default_rng(7))")
+    assert forward > 3 and backward > 3
+
+
 @pytest.mark.parametrize("call", [
     "audit_epsilon(laplace_count, is_rich, without_one_rich, 100, 1, (0, 1), rng)",
     "audit_epsilon(laplace_count, is_rich, without_one_rich, 0, 10, (0, 1), rng)",
