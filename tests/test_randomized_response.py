@@ -164,8 +164,54 @@ def test_posterior_bounds_ten_percent_prior(tb):
 
 
 def test_empirical_posteriors_sit_on_the_bound(tb):
-    # The chapter's survey check: every group within 3 standard errors of its bound.
+    # The chapter's survey check: every group within 3 standard errors of its bound,
+    # and the largest distance is unremarkable among replays of the same survey.
     assert tb.value("float(z_scores.abs().max())") < 3
+    assert tb.value("float(share_as_extreme)") > 0.05
+
+
+def test_replayed_posteriors_average_to_the_bound(tb):
+    # Randomized response attains the Bayesian bound: over many replays of the coins,
+    # each group's posterior averages to the bound. 400 replays, so the mean of each
+    # column has standard error std_error / 20; the tolerance is five of those (plus a
+    # little for the ratio estimator's O(1/n) bias). Replays of a broken mechanism
+    # (say p = 0.8 instead of 0.5) miss the ln 3 bound by far more.
+    tb.inject(
+        """
+        _mean = replayed[indexed.index].mean()
+        _gap = ((_mean - indexed["bound"]).abs() / (indexed["std_error"] / 20)).max()
+        """
+    )
+    assert tb.value("float(_gap)") < 6
+
+
+def test_replay_spread_matches_the_delta_method(tb):
+    # First-order (delta-method) standard error of a share A / (A + B), where
+    # A ~ Bin(n1, 3/4) true high earners and B ~ Bin(n0, 1/4) others say "yes".
+    # The replays' spread must agree within 15% (400 replays: about 3.5% noise).
+    tb.inject(
+        """
+        _g = survey[survey["education"] == "Bachelors"]
+        _n1, _n0 = int(_g["truth"].sum()), int((~_g["truth"]).sum())
+        _a, _b = 0.75 * _n1, 0.25 * _n0
+        _var = (_b**2 * _n1 * 3 / 16 + _a**2 * _n0 * 3 / 16) / (_a + _b) ** 4
+        _ratio = float(replayed[(True, "Bachelors")].std() / _var**0.5)
+        """
+    )
+    assert tb.value("_ratio") == pytest.approx(1, abs=0.15)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "replay_posteriors(truth, membership, 0.5, 0, rng)",
+        "replay_posteriors(truth[:10], membership, 0.5, 5, rng)",
+        "replay_posteriors(truth, membership.iloc[:, :0], 0.5, 5, rng)",
+        "replay_posteriors(truth, membership, 1.0, 5, rng)",
+    ],
+)
+def test_replay_posteriors_rejects_bad_input(tb, call):
+    value_error_message(tb, call)
 
 
 @pytest.mark.parametrize(
