@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Measure, on this machine: a clean HTML build, nbval over all chapters, and each chapter's execution.
+"""Measure, on this machine: clean HTML and PDF builds, nbval over all chapters, each chapter's execution.
 
 Usage: python scripts/bench.py     (or `make bench`)
 
@@ -46,6 +46,13 @@ def main() -> int:
         build = timed([str(BIN / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going",
                        "--path-output", out])
     print(f"clean HTML build:               {build:7.1f} s")
+    with tempfile.TemporaryDirectory() as out:
+        pdf = timed([str(BIN / "jupyter-book"), "build", ".", "--builder", "pdflatex", "-W", "-n",
+                     "--keep-going", "--path-output", out])
+        info = subprocess.run(["pdfinfo", str(Path(out) / "_build" / "latex" / "book.pdf")],
+                              capture_output=True, text=True).stdout
+        pages = next((line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")), "?")
+    print(f"clean PDF build:                {pdf:7.1f} s  ({pages} pages)")
     nbval = timed([sys.executable, "-m", "pytest", "-q", "--nbval", "--nbval-current-env",
                    "--nbval-sanitize-with", "tests/sanitize.cfg", "-p", "no:cacheprovider",
                    *[str(p.relative_to(ROOT)) for p in chapters]])
