@@ -6,7 +6,7 @@ import pytest
 
 from conftest import chapter_kernel, value_error_message
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data" / "adult_with_pii.csv"
 
 # Small tables built inside the kernel; every expected value below is worked out by hand.
