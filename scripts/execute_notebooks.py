@@ -4,8 +4,9 @@
 Usage: python scripts/execute_notebooks.py chapters/*.ipynb
 
 Outputs are stored so that the book can build with execution off and nbval can
-check them. Timing metadata is not recorded, so re-executing an unchanged
-notebook writes a byte-identical file.
+check them. Volatile metadata is not stored (timings, widget state, the
+Python patch version, which would make the file differ on every other
+machine), so re-executing an unchanged notebook writes a byte-identical file.
 """
 from __future__ import annotations
 
@@ -15,6 +16,14 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+
+
+def normalize_metadata(notebook) -> None:
+    """Drop metadata that differs between machines or runs."""
+    notebook.metadata.pop("widgets", None)
+    notebook.metadata.get("language_info", {}).pop("version", None)
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)
 
 
 def execute_in_place(path: Path, timeout: int = 600) -> float:
@@ -30,7 +39,7 @@ def execute_in_place(path: Path, timeout: int = 600) -> float:
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start
-    notebook.metadata.pop("widgets", None)
+    normalize_metadata(notebook)
     nbformat.write(notebook, path)
     return elapsed
 

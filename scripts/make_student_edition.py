@@ -25,6 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SOURCES = ["_config.yml", "_toc.yml", "references.bib", "requirements.txt",
            "intro.md", "instructors.md", "bibliography.md", "chapters", "data", "_latex", "_ext"]
 FENCE = re.compile(r"^\s*(`{3,}|:{3,})\{solution\}")
+GATED_START = re.compile(r"^\s*(`{3,}|:{3,})\{solution-start\}")
+GATED_END = re.compile(r"^\s*(`{3,}|:{3,})\{solution-end\}")
 
 
 def strip_solutions(markdown: str) -> str:
@@ -44,18 +46,47 @@ def strip_solutions(markdown: str) -> str:
     return "".join(kept)
 
 
-def strip_notebook(path: Path) -> None:
-    """Remove solutions from a notebook, in place.
+def strip_cells(cells: list) -> list:
+    """The cells without solutions.
 
-    Solution blocks are cut out of Markdown cells, and code cells tagged
-    ``solution`` (hidden cells that compute the numbers a solution quotes) are
-    dropped.
+    A gated solution (``{solution-start}`` ... ``{solution-end}``) spans
+    cells: everything from its start fence to its end fence goes, code cells
+    included. Code cells tagged ``solution`` go wherever they are, and
+    ``{solution}`` blocks are cut out of the Markdown that is left.
     """
+    kept, gated = [], False
+    for cell in cells:
+        if cell.cell_type != "markdown":
+            if not gated and "solution" not in cell.metadata.get("tags", []):
+                kept.append(cell)
+            continue
+        text, lines = [], iter(cell.source.splitlines(keepends=True))
+        for line in lines:
+            if gated:
+                end = GATED_END.match(line)
+                if end:
+                    closing = end.group(1)
+                    for rest in lines:  # the end directive's own closing fence
+                        if rest.strip() == closing:
+                            break
+                    gated = False
+                continue
+            if GATED_START.match(line):
+                gated = True
+                continue
+            text.append(line)
+        cell.source = strip_solutions("".join(text))
+        if cell.source.strip():
+            kept.append(cell)
+    if gated:
+        raise ValueError("a {solution-start} is never closed by {solution-end}")
+    return kept
+
+
+def strip_notebook(path: Path) -> None:
+    """Remove every solution from a notebook, in place."""
     notebook = nbformat.read(path, as_version=4)
-    notebook.cells = [cell for cell in notebook.cells if "solution" not in cell.metadata.get("tags", [])]
-    for cell in notebook.cells:
-        if cell.cell_type == "markdown":
-            cell.source = strip_solutions(cell.source)
+    notebook.cells = strip_cells(notebook.cells)
     nbformat.write(notebook, path)
 
 

@@ -11,11 +11,24 @@ import pytest
 from conftest import BUILD_DIR, HTML_DIR, ROOT, chapter_notebooks
 
 sys.path.insert(0, str(ROOT / "scripts"))
-from make_student_edition import strip_solutions  # noqa: E402
+from make_student_edition import strip_cells, strip_solutions  # noqa: E402
 
 STUDENT_DIR = BUILD_DIR / "student"
 STUDENT_HTML = STUDENT_DIR / "_build" / "html"
 SOLUTION = re.compile(r"^(\s*)(`{3,}|:{3,})\{solution\}[^\n]*\n(.*?)^\s*\2\s*$", re.MULTILINE | re.DOTALL)
+
+
+def gated_solution_text(cells) -> str:
+    """The text of every gated solution's cells (start fence to end fence)."""
+    parts, inside = [], False
+    for cell in cells:
+        if cell.cell_type == "markdown" and "{solution-start}" in cell.source:
+            inside = True
+        if inside:
+            parts.append(cell.source)
+        if cell.cell_type == "markdown" and "{solution-end}" in cell.source:
+            inside = False
+    return "\n".join(parts)
 
 
 def solution_lines() -> list[str]:
@@ -23,6 +36,12 @@ def solution_lines() -> list[str]:
     lines = []
     for path in chapter_notebooks():
         cells = nbformat.read(path, as_version=4).cells
+        outside = "\n".join(cell.source for cell in strip_cells(
+            nbformat.read(path, as_version=4).cells))
+        gated = [line.strip() for line in gated_solution_text(cells).splitlines()
+                 if len(line.strip()) > 30 and not line.strip().startswith((":", "`"))
+                 and line.strip() not in outside]
+        lines.extend(gated[:6])
         markdown = [cell.source for cell in cells if cell.cell_type == "markdown"]
         elsewhere = "\n".join([strip_solutions(text) for text in markdown]
                               + [cell.source for cell in cells if cell.cell_type == "code"
@@ -48,6 +67,27 @@ def test_strip_solutions_removes_only_solution_blocks():
     stripped = strip_solutions(text)
     assert "secret" not in stripped and "{solution}" not in stripped
     assert "Do it." in stripped and "Before" in stripped and "After" in stripped
+
+
+def test_strip_cells_removes_a_gated_solution_across_cells():
+    cells = [
+        nbformat.v4.new_markdown_cell("```{exercise} Ex\n:label: ex\n\nDo it.\n```"),
+        nbformat.v4.new_markdown_cell(
+            "```{solution-start} ex\n:label: sol\n:class: dropdown\n```\nSecret prose"),
+        nbformat.v4.new_code_cell("secret = 42", metadata={"tags": ["solution"]}),
+        nbformat.v4.new_code_cell("also_secret = 1"),  # untagged, still inside
+        nbformat.v4.new_markdown_cell("More secret.\n\n```{solution-end}\n```\n\nAfter"),
+        nbformat.v4.new_code_cell("public = 1"),
+    ]
+    kept = "\n".join(cell.source for cell in strip_cells(cells))
+    assert "secret" not in kept.lower() and "solution" not in kept
+    assert "Do it." in kept and "After" in kept and "public = 1" in kept
+
+
+def test_strip_cells_rejects_an_unclosed_gated_solution():
+    cells = [nbformat.v4.new_markdown_cell("```{solution-start} ex\n```\nnever closed")]
+    with pytest.raises(ValueError):
+        strip_cells(cells)
 
 
 def test_strip_solutions_rejects_an_unclosed_block():

@@ -1,0 +1,197 @@
+"""The book's conventions, read statically from the stored chapters.
+
+These are the promises that make six notebooks one book: the same setup
+cell, one contract per shared function, code that fits the page, solutions
+that run, no metadata that breaks on another machine, prose that speaks to
+readers. Each check reads the notebooks as files; nothing is executed.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import nbformat
+import pytest
+from conftest import chapter_notebooks
+
+NOTEBOOKS = chapter_notebooks()
+MAX_LINE = 79
+
+
+def code_cells(path):
+    notebook = nbformat.read(path, as_version=4)
+    return [c for c in notebook.cells if c.cell_type == "code"]
+
+
+def markdown_text(path):
+    notebook = nbformat.read(path, as_version=4)
+    return "\n".join(
+        c.source for c in notebook.cells if c.cell_type == "markdown"
+    )
+
+
+def top_level_functions(path) -> dict[str, str]:
+    """name -> exact source of each function a chapter defines at top level."""
+    functions = {}
+    for cell in code_cells(path):
+        tree = ast.parse(cell.source)
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                functions[node.name] = ast.get_source_segment(
+                    cell.source, node
+                )
+    return functions
+
+
+def ids(paths):
+    return [p.stem for p in paths]
+
+
+def test_every_chapter_starts_with_the_same_setup_cell():
+    first_cells = {p.stem: code_cells(p)[0].source for p in NOTEBOOKS}
+    reference = first_cells[NOTEBOOKS[0].stem]
+    assert "def load_adult" in reference and "glue" in reference
+    different = [stem for stem, s in first_cells.items() if s != reference]
+    assert not different, f"setup cell differs from the others in {different}"
+
+
+def test_a_function_two_chapters_define_has_one_source():
+    by_name: dict[str, dict[str, str]] = {}
+    for path in NOTEBOOKS:
+        for name, source in top_level_functions(path).items():
+            by_name.setdefault(name, {})[path.stem] = source
+    clashes = {
+        name: sorted(sources)
+        for name, sources in by_name.items()
+        if len(set(sources.values())) > 1
+    }
+    assert not clashes, f"one name, different code: {clashes}"
+
+
+def test_retired_twin_names_are_gone():
+    # One name per idea: these twins were merged into the names on the right.
+    retired = {
+        "age_band": "generalize_numeric",
+        "check_columns": "require_columns",
+        "max_success_rate": "guessing_bound",
+    }
+    for path in NOTEBOOKS:
+        defined = set(top_level_functions(path))
+        for old, new in retired.items():
+            assert old not in defined, f"{path.stem}: use {new}, not {old}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_code_lines_fit_the_page(path):
+    long_lines = [
+        line
+        for cell in code_cells(path)
+        for line in cell.source.splitlines()
+        if len(line) > MAX_LINE
+    ]
+    assert not long_lines, (
+        f"{len(long_lines)} lines > {MAX_LINE}: " + (long_lines[0])
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_no_code_hides_in_markdown_fences(path):
+    # Code in a ```python fence is never run, so it can rot unnoticed.
+    fences = re.findall(
+        r"`{3,}\s*(?:python|ipython3?|py)\b", markdown_text(path)
+    )
+    assert not fences
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_solutions_with_code_run(path):
+    """Gated solutions hold their code in cells tagged `solution`."""
+    notebook = nbformat.read(path, as_version=4)
+    inside, tagged_outside = False, []
+    for number, cell in enumerate(notebook.cells):
+        tags = cell.metadata.get("tags", [])
+        if cell.cell_type == "markdown":
+            if "{solution-start}" in cell.source:
+                inside = True
+            if "{solution-end}" in cell.source:
+                inside = False
+        elif inside:
+            assert "solution" in tags, f"cell {number} in a solution, untagged"
+        elif "solution" in tags:
+            tagged_outside.append(number)
+    assert not inside, "a {solution-start} is never closed"
+    assert not tagged_outside, (
+        f"cells tagged solution outside one: {tagged_outside}"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_chapter_has_its_shape(path):
+    text = markdown_text(path)
+    assert "Learning objectives" in text
+    assert "{admonition} Summary" in text
+    assert "## Exercises" in text and "{exercise}" in text
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_prose_speaks_to_readers(path):
+    talk = re.findall(
+        r"unit tests?|chapter's tests|test suite|\bnbval\b",
+        markdown_text(path),
+        re.I,
+    )
+    assert not talk, f"the prose talks to maintainers: {talk}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_no_volatile_metadata(path):
+    # A stored Python patch version (3.11.7) makes a comparison fail on any
+    # other machine; timing metadata changes on every run.
+    notebook = nbformat.read(path, as_version=4)
+    assert "version" not in notebook.metadata.get("language_info", {})
+    for cell in code_cells(path):
+        assert "execution" not in cell.metadata
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_randomness_is_seeded(path):
+    source = "\n".join(c.source for c in code_cells(path))
+    legacy = re.findall(r"np\.random\.(?!default_rng|Generator)\w+", source)
+    assert not legacy, f"global numpy RNG: {legacy}"
+    for call in re.findall(r"default_rng\(([^)]*)\)", source):
+        assert call.strip(), "default_rng() without a seed"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_ignored_outputs_say_why(path):
+    for cell in code_cells(path):
+        if "nbval-ignore-output" in cell.metadata.get("tags", []):
+            assert "#" in cell.source, (
+                "a cell tagged nbval-ignore-output must say in a comment why "
+                f"its output varies:\n{cell.source[:200]}"
+            )
+
+
+def only_glues(source: str) -> bool:
+    """True if every statement of the cell is a call to glue(...)."""
+    body = ast.parse(source).body
+    return bool(body) and all(
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and getattr(node.value.func, "id", None) == "glue"
+        for node in body
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_bookkeeping_is_out_of_sight(path):
+    # A cell that only glues numbers teaches nothing: it is removed from the
+    # page (remove-input), not folded behind a "Show code cell source" bar.
+    folded = [
+        cell.source[:80]
+        for cell in code_cells(path)
+        if only_glues(cell.source)
+        and "hide-input" in cell.metadata.get("tags", [])
+    ]
+    assert not folded, f"glue-only cells folded on the page: {folded}"
