@@ -5,6 +5,7 @@ Usage: python scripts/bench.py     (or `make bench`)
 
 The figures are reported, not asserted: wall-clock time depends on the machine.
 """
+
 from __future__ import annotations
 
 import platform
@@ -31,8 +32,12 @@ def timed(command: list[str]) -> float:
 def execution_seconds(notebook_path: Path) -> float:
     """Execute a copy of a notebook (outputs discarded) and return the seconds taken."""
     notebook = nbformat.read(notebook_path, as_version=4)
-    client = NotebookClient(notebook, timeout=600, kernel_name="python3",
-                            resources={"metadata": {"path": str(notebook_path.parent)}})
+    client = NotebookClient(
+        notebook,
+        timeout=600,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(notebook_path.parent)}},
+    )
     start = time.perf_counter()
     client.execute()
     return time.perf_counter() - start
@@ -40,22 +45,68 @@ def execution_seconds(notebook_path: Path) -> float:
 
 def main() -> int:
     chapters = sorted((ROOT / "chapters").glob("*.ipynb"))
-    print(f"machine: {platform.node()}, {platform.processor() or platform.machine()}, "
-          f"python {platform.python_version()}")
+    print(
+        f"machine: {platform.node()}, {platform.processor() or platform.machine()}, "
+        f"python {platform.python_version()}"
+    )
     with tempfile.TemporaryDirectory() as out:
-        build = timed([str(BIN / "jupyter-book"), "build", ".", "-W", "-n", "--keep-going",
-                       "--path-output", out])
+        build = timed(
+            [
+                str(BIN / "jupyter-book"),
+                "build",
+                ".",
+                "-W",
+                "-n",
+                "--keep-going",
+                "--path-output",
+                out,
+            ]
+        )
     print(f"clean HTML build:               {build:7.1f} s")
     with tempfile.TemporaryDirectory() as out:
-        pdf = timed([str(BIN / "jupyter-book"), "build", ".", "--builder", "pdflatex", "-W", "-n",
-                     "--keep-going", "--path-output", out])
-        info = subprocess.run(["pdfinfo", str(Path(out) / "_build" / "latex" / "book.pdf")],
-                              capture_output=True, text=True).stdout
-        pages = next((line.split()[-1] for line in info.splitlines() if line.startswith("Pages:")), "?")
+        pdf = timed(
+            [
+                str(BIN / "jupyter-book"),
+                "build",
+                ".",
+                "--builder",
+                "pdflatex",
+                "-W",
+                "-n",
+                "--keep-going",
+                "--path-output",
+                out,
+            ]
+        )
+        info = subprocess.run(
+            ["pdfinfo", str(Path(out) / "_build" / "latex" / "book.pdf")],
+            capture_output=True,
+            text=True,
+        ).stdout
+        pages = next(
+            (
+                line.split()[-1]
+                for line in info.splitlines()
+                if line.startswith("Pages:")
+            ),
+            "?",
+        )
     print(f"clean PDF build:                {pdf:7.1f} s  ({pages} pages)")
-    nbval = timed([sys.executable, "-m", "pytest", "-q", "--nbval", "--nbval-current-env",
-                   "--nbval-sanitize-with", "tests/sanitize.cfg", "-p", "no:cacheprovider",
-                   *[str(p.relative_to(ROOT)) for p in chapters]])
+    nbval = timed(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "--nbval",
+            "--nbval-current-env",
+            "--nbval-sanitize-with",
+            "tests/sanitize.cfg",
+            "-p",
+            "no:cacheprovider",
+            *[str(p.relative_to(ROOT)) for p in chapters],
+        ]
+    )
     print(f"nbval, all {len(chapters)} chapters:        {nbval:7.1f} s")
     for path in chapters:
         print(f"execute {path.name:32s}{execution_seconds(path):7.1f} s")

@@ -8,6 +8,7 @@ check them. Volatile metadata is not stored (timings, widget state, the
 Python patch version, which would make the file differ on every other
 machine), so re-executing an unchanged notebook writes a byte-identical file.
 """
+
 from __future__ import annotations
 
 import sys

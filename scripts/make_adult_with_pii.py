@@ -21,6 +21,7 @@ Design of the synthetic identifiers (see ``data/README.md``):
 * ``Zip``: a 5-digit string drawn from a pool of ZIP-like codes whose sizes
   are skewed (a few crowded codes, many sparse ones), as real ZIP codes are.
 """
+
 from __future__ import annotations
 
 import csv
@@ -36,22 +37,57 @@ N_ZIP_CODES = 20_000
 ZIP_ZIPF_EXPONENT = 0.7
 
 UCI_COLUMNS = [
-    "age", "workclass", "fnlwgt", "education", "education-num",
-    "marital-status", "occupation", "relationship", "race", "sex",
-    "capital-gain", "capital-loss", "hours-per-week", "native-country", "income",
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+    "income",
 ]
 OUTPUT_COLUMNS = [
-    "Name", "DOB", "SSN", "Zip", "Workclass", "Education", "Education-Num",
-    "Marital Status", "Occupation", "Relationship", "Race", "Sex",
-    "Hours per week", "Country", "Target", "Age", "Capital Gain", "Capital Loss",
+    "Name",
+    "DOB",
+    "SSN",
+    "Zip",
+    "Workclass",
+    "Education",
+    "Education-Num",
+    "Marital Status",
+    "Occupation",
+    "Relationship",
+    "Race",
+    "Sex",
+    "Hours per week",
+    "Country",
+    "Target",
+    "Age",
+    "Capital Gain",
+    "Capital Loss",
 ]
 FROM_UCI = {
-    "Workclass": "workclass", "Education": "education",
-    "Education-Num": "education-num", "Marital Status": "marital-status",
-    "Occupation": "occupation", "Relationship": "relationship",
-    "Race": "race", "Sex": "sex", "Hours per week": "hours-per-week",
-    "Country": "native-country", "Target": "income", "Age": "age",
-    "Capital Gain": "capital-gain", "Capital Loss": "capital-loss",
+    "Workclass": "workclass",
+    "Education": "education",
+    "Education-Num": "education-num",
+    "Marital Status": "marital-status",
+    "Occupation": "occupation",
+    "Relationship": "relationship",
+    "Race": "race",
+    "Sex": "sex",
+    "Hours per week": "hours-per-week",
+    "Country": "native-country",
+    "Target": "income",
+    "Age": "age",
+    "Capital Gain": "capital-gain",
+    "Capital Loss": "capital-loss",
 }
 
 FIRST_NAMES = """
@@ -92,9 +128,13 @@ def read_uci(source: Path) -> list[dict[str, str]]:
             if not row:
                 continue
             if len(row) != len(UCI_COLUMNS):
-                raise ValueError(f"{source}: expected {len(UCI_COLUMNS)} fields, got {row!r}")
-            values = ["" if value.strip() == "?" else value.strip() for value in row]
-            records.append(dict(zip(UCI_COLUMNS, values)))
+                raise ValueError(
+                    f"{source}: expected {len(UCI_COLUMNS)} fields, got {row!r}"
+                )
+            values = [
+                "" if value.strip() == "?" else value.strip() for value in row
+            ]
+            records.append(dict(zip(UCI_COLUMNS, values, strict=False)))
     if not records:
         raise ValueError(f"{source}: no records")
     return records
@@ -102,12 +142,19 @@ def read_uci(source: Path) -> list[dict[str, str]]:
 
 def make_names(n: int, rng: np.random.Generator) -> list[str]:
     """Return ``n`` distinct made-up "First Last" names in random order."""
-    surnames = [start + end for start in SURNAME_STARTS for end in SURNAME_ENDS]
+    surnames = [
+        start + end for start in SURNAME_STARTS for end in SURNAME_ENDS
+    ]
     n_pairs = len(FIRST_NAMES) * len(surnames)
     if n > n_pairs:
-        raise ValueError(f"only {n_pairs} distinct names available, {n} requested")
+        raise ValueError(
+            f"only {n_pairs} distinct names available, {n} requested"
+        )
     picks = rng.choice(n_pairs, size=n, replace=False)
-    return [f"{FIRST_NAMES[i // len(surnames)]} {surnames[i % len(surnames)]}" for i in picks]
+    return [
+        f"{FIRST_NAMES[i // len(surnames)]} {surnames[i % len(surnames)]}"
+        for i in picks
+    ]
 
 
 def shift_years(day: dt.date, years: int) -> dt.date:
@@ -121,9 +168,11 @@ def shift_years(day: dt.date, years: int) -> dt.date:
 def make_birth_dates(ages: np.ndarray, rng: np.random.Generator) -> list[str]:
     """Draw, for each age, a birth date at which that person is ``age`` on REFERENCE_DATE."""
     dates = []
-    for age, u in zip(ages, rng.random(len(ages))):
+    for age, u in zip(ages, rng.random(len(ages)), strict=False):
         latest = shift_years(REFERENCE_DATE, int(age))
-        earliest = shift_years(REFERENCE_DATE, int(age) + 1) + dt.timedelta(days=1)
+        earliest = shift_years(REFERENCE_DATE, int(age) + 1) + dt.timedelta(
+            days=1
+        )
         span = (latest - earliest).days + 1
         born = earliest + dt.timedelta(days=int(u * span))
         dates.append(f"{born.month}/{born.day}/{born.year}")
@@ -137,19 +186,23 @@ def make_ssns(n: int, rng: np.random.Generator) -> list[str]:
     area = 900 + picks // (groups * serials)
     group = 1 + (picks // serials) % groups
     serial = 1 + picks % serials
-    return [f"{a:03d}-{g:02d}-{s:04d}" for a, g, s in zip(area, group, serial)]
+    return [f"{a:03d}-{g:02d}-{s:04d}" for a, g, s in zip(area, group, serial, strict=False)]
 
 
 def make_zips(n: int, rng: np.random.Generator) -> list[str]:
     """Draw ``n`` ZIP-like codes from a pool with Zipf-like (skewed) popularity."""
-    pool = np.sort(rng.choice(np.arange(501, 99_951), size=N_ZIP_CODES, replace=False))
+    pool = np.sort(
+        rng.choice(np.arange(501, 99_951), size=N_ZIP_CODES, replace=False)
+    )
     weights = 1.0 / np.arange(1, N_ZIP_CODES + 1) ** ZIP_ZIPF_EXPONENT
     rng.shuffle(weights)
     codes = rng.choice(pool, size=n, p=weights / weights.sum())
     return [f"{code:05d}" for code in codes]
 
 
-def build_rows(records: list[dict[str, str]], seed: int = SEED) -> list[list[str]]:
+def build_rows(
+    records: list[dict[str, str]], seed: int = SEED
+) -> list[list[str]]:
     """Add synthetic identifiers to the UCI records, keeping their order."""
     rng = np.random.default_rng(seed)
     n = len(records)
@@ -162,10 +215,14 @@ def build_rows(records: list[dict[str, str]], seed: int = SEED) -> list[list[str
     }
     rows = []
     for i, record in enumerate(records):
-        rows.append([
-            identifiers[column][i] if column in identifiers else record[FROM_UCI[column]]
-            for column in OUTPUT_COLUMNS
-        ])
+        rows.append(
+            [
+                identifiers[column][i]
+                if column in identifiers
+                else record[FROM_UCI[column]]
+                for column in OUTPUT_COLUMNS
+            ]
+        )
     return rows
 
 

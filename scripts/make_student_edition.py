@@ -10,6 +10,7 @@ HTML is built into OUTPUT_DIR/_build/html with sphinx-exercise's
 ``hide_solutions`` on as a second guard. The notebooks a student downloads
 from that site therefore contain no solutions either.
 """
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,19 @@ import nbformat
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ["_config.yml", "_toc.yml", "references.bib", "requirements.txt",
-           "intro.md", "instructors.md", "bibliography.md", "chapters", "data", "_latex", "_ext"]
+SOURCES = [
+    "_config.yml",
+    "_toc.yml",
+    "references.bib",
+    "requirements.txt",
+    "intro.md",
+    "instructors.md",
+    "bibliography.md",
+    "chapters",
+    "data",
+    "_latex",
+    "_ext",
+]
 FENCE = re.compile(r"^\s*(`{3,}|:{3,})\{solution\}")
 GATED_START = re.compile(r"^\s*(`{3,}|:{3,})\{solution-start\}")
 GATED_END = re.compile(r"^\s*(`{3,}|:{3,})\{solution-end\}")
@@ -79,7 +91,9 @@ def strip_cells(cells: list) -> list:
         if cell.source.strip():
             kept.append(cell)
     if gated:
-        raise ValueError("a {solution-start} is never closed by {solution-end}")
+        raise ValueError(
+            "a {solution-start} is never closed by {solution-end}"
+        )
     return kept
 
 
@@ -94,7 +108,9 @@ def student_config(path: Path) -> None:
     """Retitle the book and switch on sphinx-exercise's hide_solutions."""
     config = yaml.safe_load(path.read_text())
     config["title"] = f"{config['title']} (student edition)"
-    config.setdefault("sphinx", {}).setdefault("config", {})["hide_solutions"] = True
+    config.setdefault("sphinx", {}).setdefault("config", {})[
+        "hide_solutions"
+    ] = True
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
@@ -106,7 +122,11 @@ def prepare_sources(source_dir: Path) -> None:
     for name in SOURCES:
         origin = ROOT / name
         if origin.is_dir():
-            shutil.copytree(origin, source_dir / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+            shutil.copytree(
+                origin,
+                source_dir / name,
+                ignore=shutil.ignore_patterns(".ipynb_checkpoints"),
+            )
         elif origin.exists():
             shutil.copy2(origin, source_dir / name)
     for notebook in (source_dir / "chapters").glob("*.ipynb"):
@@ -121,8 +141,18 @@ def main(argv: list[str]) -> int:
     source_dir = output / "src"
     prepare_sources(source_dir)
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
-    build = subprocess.run([str(jupyter_book), "build", str(source_dir), "-W", "-n", "--keep-going",
-                            "--path-output", str(output)])
+    build = subprocess.run(
+        [
+            str(jupyter_book),
+            "build",
+            str(source_dir),
+            "-W",
+            "-n",
+            "--keep-going",
+            "--path-output",
+            str(output),
+        ]
+    )
     if build.returncode == 0:
         print(f"Student edition: {output / '_build' / 'html' / 'index.html'}")
     return build.returncode

@@ -1,11 +1,12 @@
 """Shared paths and fixtures for the book's tests."""
+
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import textwrap
 import types
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -63,7 +64,15 @@ def chapter_notebooks() -> list[Path]:
 
 def build_book(source: Path, *extra: str) -> subprocess.CompletedProcess:
     """Run the HTML build with warnings as errors and nitpicky references."""
-    command = [str(JUPYTER_BOOK), "build", str(source), "-W", "-n", "--keep-going", *extra]
+    command = [
+        str(JUPYTER_BOOK),
+        "build",
+        str(source),
+        "-W",
+        "-n",
+        "--keep-going",
+        *extra,
+    ]
     return subprocess.run(command, capture_output=True, text=True, cwd=source)
 
 
@@ -102,14 +111,18 @@ class ChapterNamespace:
         import matplotlib.pyplot as plt
         import nbformat
 
-        notebook = nbformat.read(CHAPTERS_DIR / f"{self.stem}.ipynb", as_version=4)
+        notebook = nbformat.read(
+            CHAPTERS_DIR / f"{self.stem}.ipynb", as_version=4
+        )
         previous = os.getcwd()
         os.chdir(CHAPTERS_DIR)
         try:
             for number, cell in enumerate(notebook.cells):
                 if cell.cell_type != "code":
                     continue
-                code = compile(cell.source, f"<{self.stem}.ipynb cell {number}>", "exec")
+                code = compile(
+                    cell.source, f"<{self.stem}.ipynb cell {number}>", "exec"
+                )
                 exec(code, self.namespace)
                 plt.close("all")
         finally:

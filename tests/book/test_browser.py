@@ -7,6 +7,7 @@ with the theme button of the header, like a reader would; the tests below assert
 that visit recorded, so a failure names the page and the check.
 Full-page screenshots land in _build/screenshots/<page>-light.png and -dark.png.
 """
+
 from __future__ import annotations
 
 import functools
@@ -21,9 +22,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import pytest
-
 from conftest import BUILD_DIR, HTML_DIR, ROOT, toc_files
-
 from playwright import sync_api  # noqa: E402  (pinned in requirements.txt; never skipped)
 
 CHROMIUM = "/usr/bin/chromium"
@@ -137,7 +136,10 @@ COLOUR_JS = r"""
 """
 
 # Contrast of every visible piece of text in the article against what is painted behind it.
-TEXT_CONTRAST = "() => {" + COLOUR_JS + r"""
+TEXT_CONTRAST = (
+    "() => {"
+    + COLOUR_JS
+    + r"""
   const main = document.querySelector('#main-content') || document.body;
   const low = [];
   let checked = 0;
@@ -154,12 +156,17 @@ TEXT_CONTRAST = "() => {" + COLOUR_JS + r"""
                                    ratio: Math.round(ratio * 100) / 100, fg: hex(fg), bg: hex(bg)});
   }
   return {checked, low};
-}""" % {"min": MIN_CONTRAST}
+}"""
+    % {"min": MIN_CONTRAST}
+)
 
 # For every image: does it have transparent pixels, what is its darkest ink, and what does
 # the page paint behind it?  A transparent figure drawn for white paper (black ink) is only
 # readable in dark mode if the theme puts a light background behind it.
-FIGURE_BACKDROPS = "async () => {" + COLOUR_JS + r"""
+FIGURE_BACKDROPS = (
+    "async () => {"
+    + COLOUR_JS
+    + r"""
   const out = [];
   for (const img of document.querySelectorAll('#main-content img')) {
     if (!img.naturalWidth || !img.checkVisibility()) continue;
@@ -185,11 +192,13 @@ FIGURE_BACKDROPS = "async () => {" + COLOUR_JS + r"""
   }
   return out;
 }"""
+)
 
 
 # --------------------------------------------------------------------------------------
 # Fixtures: the served site, the browser, and one visit per page
 # --------------------------------------------------------------------------------------
+
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format, *args):  # noqa: A002 - keep pytest output clean
@@ -199,7 +208,9 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 @pytest.fixture(scope="module")
 def site(html_build):
     """The built book served on 127.0.0.1 (a free port) for the whole module."""
-    assert html_build.returncode == 0, (html_build.stdout + html_build.stderr)[-4000:]
+    assert html_build.returncode == 0, (html_build.stdout + html_build.stderr)[
+        -4000:
+    ]
     handler = functools.partial(_QuietHandler, directory=str(HTML_DIR))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
@@ -217,9 +228,13 @@ def site(html_build):
 def browser():
     """Headless Debian chromium, for the tests that drive a page themselves (search, download)."""
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (make system-deps)")
+        pytest.fail(
+            f"{CHROMIUM} is missing: install Debian's chromium (make system-deps)"
+        )
     with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
         try:
             yield chromium
         finally:
@@ -229,6 +244,7 @@ def browser():
 @dataclass
 class Visit:
     """What one page load recorded."""
+
     page: str
     console_errors: list = field(default_factory=list)
     page_errors: list = field(default_factory=list)
@@ -246,8 +262,12 @@ class Visit:
 
 def new_context(browser, base_url: str, recorder: Visit):
     """A fresh browser context (light colour scheme) that only lets requests to our server through."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True,
-                                  service_workers="block", color_scheme="light")
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 900},
+        accept_downloads=True,
+        service_workers="block",
+        color_scheme="light",
+    )
     context.set_default_timeout(TIMEOUT_MS)
     local = urlsplit(base_url).netloc
 
@@ -270,11 +290,15 @@ def watch(page, recorder: Visit, base_url: str) -> None:
     def on_console(message):
         if message.type == "error":
             location = message.location or {}
-            recorder.console_errors.append(f"{message.text} ({location.get('url', '?')}:{location.get('lineNumber', '?')})")
+            recorder.console_errors.append(
+                f"{message.text} ({location.get('url', '?')}:{location.get('lineNumber', '?')})"
+            )
 
     def on_response(response):
         if urlsplit(response.url).netloc == local and response.status >= 400:
-            recorder.broken_local.append(f"HTTP {response.status} {response.url}")
+            recorder.broken_local.append(
+                f"HTTP {response.status} {response.url}"
+            )
 
     def on_failed(request):
         if urlsplit(request.url).netloc == local:
@@ -295,7 +319,10 @@ def switch_to_dark(page) -> str:
     """Click the theme button like a reader until the page is dark (it cycles auto/dark/light)."""
     button = page.locator(".theme-switch-button")
     for _ in range(3):
-        if page.evaluate("document.documentElement.dataset.theme") == "dark" or not button.count():
+        if (
+            page.evaluate("document.documentElement.dataset.theme") == "dark"
+            or not button.count()
+        ):
             break
         button.first.click()
     return page.evaluate("document.documentElement.dataset.theme") or ""
@@ -312,7 +339,9 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
         page.evaluate(WAIT_FOR_RENDERING)
         recorder.facts = page.evaluate(COLLECT)
         recorder.screenshots["light"] = screenshot_path(page_name, "light")
-        page.screenshot(path=str(recorder.screenshots["light"]), full_page=True)
+        page.screenshot(
+            path=str(recorder.screenshots["light"]), full_page=True
+        )
 
         # The download dropdown of the header: open it like a reader and read its links.
         toggle = page.locator(".dropdown-download-buttons > button")
@@ -325,13 +354,19 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
                 pass  # recorded as not visible below
             recorder.download_links = links.evaluate_all(
                 "links => links.map(a => ({href: a.href, text: a.textContent.trim(),"
-                " visible: a.checkVisibility()}))")
+                " visible: a.checkVisibility()}))"
+            )
             page.keyboard.press("Escape")
-            notebooks = [link["href"] for link in recorder.download_links if link["href"].endswith(".ipynb")]
+            notebooks = [
+                link["href"]
+                for link in recorder.download_links
+                if link["href"].endswith(".ipynb")
+            ]
             if notebooks:
                 recorder.notebook = page.evaluate(
                     "async url => { const r = await fetch(url); return {status: r.status, text: await r.text()}; }",
-                    notebooks[0])
+                    notebooks[0],
+                )
 
         # Dark mode, switched with the theme button in the header.
         recorder.dark_theme = switch_to_dark(page)
@@ -340,7 +375,9 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
             recorder.contrast = page.evaluate(TEXT_CONTRAST)
             recorder.figures = page.evaluate(FIGURE_BACKDROPS)
             recorder.screenshots["dark"] = screenshot_path(page_name, "dark")
-            page.screenshot(path=str(recorder.screenshots["dark"]), full_page=True)
+            page.screenshot(
+                path=str(recorder.screenshots["dark"]), full_page=True
+            )
 
         # Folded cells: each must start closed with its content hidden, and open on a click.
         # The first is clicked through the browser's input pipeline (hit-testing included);
@@ -349,11 +386,16 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
         if summaries.count():
             before = page.evaluate(FOLD_STATE, FOLDED)
             summaries.first.click()
-            page.evaluate("sel => [...document.querySelectorAll(sel + ' > summary')].slice(1)"
-                          ".forEach(s => s.click())", FOLDED)
+            page.evaluate(
+                "sel => [...document.querySelectorAll(sel + ' > summary')].slice(1)"
+                ".forEach(s => s.click())",
+                FOLDED,
+            )
             after = page.evaluate(FOLD_STATE, FOLDED)
-            recorder.toggles = [{"cell": b["cell"], "before": b["state"], "after": a["state"]}
-                                for b, a in zip(before, after)]
+            recorder.toggles = [
+                {"cell": b["cell"], "before": b["state"], "after": a["state"]}
+                for b, a in zip(before, after, strict=False)
+            ]
     finally:
         context.close()
     return recorder
@@ -370,7 +412,9 @@ def _visit_all(base_url: str, pages: list[str]) -> dict:
     def worker():
         try:
             with sync_api.sync_playwright() as playwright:
-                chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+                chromium = playwright.chromium.launch(
+                    executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+                )
                 try:
                     while True:
                         try:
@@ -378,16 +422,25 @@ def _visit_all(base_url: str, pages: list[str]) -> dict:
                         except queue.Empty:
                             return
                         try:
-                            results[name] = visit_page(chromium, base_url, name)
-                        except Exception as error:  # reported by the tests of that page
+                            results[name] = visit_page(
+                                chromium, base_url, name
+                            )
+                        except (
+                            Exception
+                        ) as error:  # reported by the tests of that page
                             results[name] = error
                 finally:
                     chromium.close()
-        except Exception as error:  # the browser did not start: every page left fails with it
+        except (
+            Exception
+        ) as error:  # the browser did not start: every page left fails with it
             for name in pages:
                 results.setdefault(name, error)
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(min(WORKERS, len(pages)))]
+    threads = [
+        threading.Thread(target=worker, daemon=True)
+        for _ in range(min(WORKERS, len(pages)))
+    ]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -416,6 +469,7 @@ def visits(site, browser):
 # Per-page checks
 # --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("page", PAGES)
 def test_page_loads_without_errors(visits, page):
     """No console error, uncaught exception or broken local resource, in light or dark mode.
@@ -424,16 +478,20 @@ def test_page_loads_without_errors(visits, page):
     here, on top of failing test_no_request_leaves_localhost.
     """
     seen = visits(page)
-    problems = ([f"console: {text}" for text in seen.console_errors]
-                + [f"page error: {text}" for text in seen.page_errors]
-                + [f"broken: {text}" for text in seen.broken_local])
+    problems = (
+        [f"console: {text}" for text in seen.console_errors]
+        + [f"page error: {text}" for text in seen.page_errors]
+        + [f"broken: {text}" for text in seen.broken_local]
+    )
     assert not problems, f"{page}:\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_no_request_leaves_localhost(visits, page):
     outside = sorted(set(visits(page).external_requests))
-    assert not outside, f"{page} requested other hosts (the book must work offline): {outside}"
+    assert not outside, (
+        f"{page} requested other hosts (the book must work offline): {outside}"
+    )
 
 
 # Unrendered TeX in running text: delimiters MathJax should have consumed, display $$,
@@ -444,7 +502,12 @@ RAW_TEX = [
     ("\\[ or \\] delimiter", re.compile(r"\\[\[\]]")),
     ("$$ display math", re.compile(r"\$\$")),
     ("TeX command", re.compile(r"\\(?:[A-Za-z]{2,}|[,;:!{}_^])")),
-    ("inline $...$", re.compile(r"(?<![\\$\w])\$(?=[^\s$\d])[^$\n]*?(?<=[^\s$\\])\$(?![\d$])")),
+    (
+        "inline $...$",
+        re.compile(
+            r"(?<![\\$\w])\$(?=[^\s$\d])[^$\n]*?(?<=[^\s$\\])\$(?![\d$])"
+        ),
+    ),
 ]
 
 
@@ -454,7 +517,7 @@ def find_raw_tex(lines: list[str]) -> list[str]:
         for name, pattern in RAW_TEX:
             for match in pattern.finditer(line):
                 start = max(0, match.start() - 30)
-                hits.append(f"{name}: ...{line[start:match.end() + 30]!r}")
+                hits.append(f"{name}: ...{line[start : match.end() + 30]!r}")
     return hits
 
 
@@ -462,25 +525,41 @@ def find_raw_tex(lines: list[str]) -> list[str]:
 def test_math_is_rendered(visits, page):
     facts = visits(page).facts
     raw = find_raw_tex(facts["lines"])
-    assert not raw, f"{page}: unrendered TeX in the text:\n" + "\n".join(raw[:20])
+    assert not raw, f"{page}: unrendered TeX in the text:\n" + "\n".join(
+        raw[:20]
+    )
     if facts["math"]:
-        assert facts["containers"] > 0, f"{page}: {facts['math']} math elements but MathJax rendered none"
-        assert not facts["unrendered"], f"{page}: math not typeset by MathJax: {facts['unrendered'][:10]}"
-    assert not facts["errors"], f"{page}: MathJax errors: {facts['errors'][:10]}"
+        assert facts["containers"] > 0, (
+            f"{page}: {facts['math']} math elements but MathJax rendered none"
+        )
+        assert not facts["unrendered"], (
+            f"{page}: math not typeset by MathJax: {facts['unrendered'][:10]}"
+        )
+    assert not facts["errors"], (
+        f"{page}: MathJax errors: {facts['errors'][:10]}"
+    )
 
 
 def test_raw_tex_detector():
     """The detector behind test_math_is_rendered finds TeX and leaves prose with dollars alone."""
     assert find_raw_tex([r"where \(x\) is"]) and find_raw_tex([r"\[ x^2 \]"])
-    assert find_raw_tex(["we have $\\varepsilon = 1$ here"]) and find_raw_tex(["so $x$ and $y$"])
+    assert find_raw_tex(["we have $\\varepsilon = 1$ here"]) and find_raw_tex(
+        ["so $x$ and $y$"]
+    )
     assert find_raw_tex(["$$a + b$$"]) and find_raw_tex(["noise \\frac{1}{2}"])
     assert find_raw_tex(["the $k$-anonymity of it"])
-    assert not find_raw_tex(["income above $50,000 (Target)", "costs $5 and $10 a day", "US$ 3"])
-    assert not find_raw_tex(["a price of $5, or $5.50 in total", "C:/path and 50$"])
+    assert not find_raw_tex(
+        ["income above $50,000 (Target)", "costs $5 and $10 a day", "US$ 3"]
+    )
+    assert not find_raw_tex(
+        ["a price of $5, or $5.50 in total", "C:/path and 50$"]
+    )
 
 
 # alt text that is just a file name (myst-nb's default for an output image) is not alt text.
-FILE_NAME_ALT = re.compile(r"^\S*\.(?:png|jpe?g|gif|svg|webp)$|^\S*/\S*$", re.IGNORECASE)
+FILE_NAME_ALT = re.compile(
+    r"^\S*\.(?:png|jpe?g|gif|svg|webp)$|^\S*/\S*$", re.IGNORECASE
+)
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -491,7 +570,9 @@ def test_images_load_and_are_described(visits, page):
             problems.append(f"not loaded: {image['src']}")
         described = image["alt"] and not FILE_NAME_ALT.match(image["alt"])
         if not described and not image["caption"]:
-            problems.append(f"no alt text (alt={image['alt']!r}) and no figure caption: {image['src']}")
+            problems.append(
+                f"no alt text (alt={image['alt']!r}) and no figure caption: {image['src']}"
+            )
     assert not problems, f"{page}:\n" + "\n".join(problems)
 
 
@@ -499,10 +580,17 @@ def test_images_load_and_are_described(visits, page):
 def test_headings_are_in_order(visits, page):
     headings = visits(page).facts["headings"]
     levels = [h["level"] for h in headings]
-    assert levels.count(1) == 1, f"{page}: {levels.count(1)} <h1> elements: {headings}"
-    assert levels[0] == 1, f"{page}: the first heading is not the <h1>: {headings[0]}"
-    skips = [(before, after) for before, after in zip(headings, headings[1:])
-             if after["level"] > before["level"] + 1]
+    assert levels.count(1) == 1, (
+        f"{page}: {levels.count(1)} <h1> elements: {headings}"
+    )
+    assert levels[0] == 1, (
+        f"{page}: the first heading is not the <h1>: {headings[0]}"
+    )
+    skips = [
+        (before, after)
+        for before, after in zip(headings, headings[1:], strict=False)
+        if after["level"] > before["level"] + 1
+    ]
     assert not skips, f"{page}: heading levels skipped going down: {skips}"
 
 
@@ -511,10 +599,20 @@ def _source_hidden_cells(page_name: str) -> int:
     notebook = ROOT / f"{page_name}.ipynb"
     if notebook.exists():
         cells = json.loads(notebook.read_text())["cells"]
-        return sum(1 for cell in cells if set(cell.get("metadata", {}).get("tags", [])) & set(HIDE_TAGS))
+        return sum(
+            1
+            for cell in cells
+            if set(cell.get("metadata", {}).get("tags", [])) & set(HIDE_TAGS)
+        )
     markdown = ROOT / f"{page_name}.md"
     if markdown.exists():
-        return len(re.findall(r"^:tags:.*\bhide-(?:input|output|cell)\b", markdown.read_text(), re.MULTILINE))
+        return len(
+            re.findall(
+                r"^:tags:.*\bhide-(?:input|output|cell)\b",
+                markdown.read_text(),
+                re.MULTILINE,
+            )
+        )
     return 0
 
 
@@ -524,33 +622,67 @@ def test_hidden_code_toggles_open(visits, page):
     expected = _source_hidden_cells(page)
     if not expected and not toggles:
         pytest.skip(f"{page} has no folded cells")
-    assert len(toggles) == expected, f"{page}: {expected} cells tagged {HIDE_TAGS} but {len(toggles)} folded toggles"
+    assert len(toggles) == expected, (
+        f"{page}: {expected} cells tagged {HIDE_TAGS} but {len(toggles)} folded toggles"
+    )
     for toggle in toggles:
-        assert not toggle["before"]["open"] and not toggle["before"]["visible"], f"{page}: not folded at first: {toggle}"
-        assert toggle["after"]["open"] and toggle["after"]["visible"], f"{page}: a click did not open it: {toggle}"
-        if "tag_hide-input" in toggle["cell"] or "tag_hide-cell" in toggle["cell"]:
-            assert toggle["after"]["code"], f"{page}: opened, but its code is not visible: {toggle}"
+        assert (
+            not toggle["before"]["open"] and not toggle["before"]["visible"]
+        ), f"{page}: not folded at first: {toggle}"
+        assert toggle["after"]["open"] and toggle["after"]["visible"], (
+            f"{page}: a click did not open it: {toggle}"
+        )
+        if (
+            "tag_hide-input" in toggle["cell"]
+            or "tag_hide-cell" in toggle["cell"]
+        ):
+            assert toggle["after"]["code"], (
+                f"{page}: opened, but its code is not visible: {toggle}"
+            )
 
 
 def test_book_has_folded_code(visits):
     """The intro promises setup cells folded away that open with a click: at least one exists."""
     folded = {page: len(visits(page).toggles) for page in PAGES}
-    hide_input = sum(1 for page in PAGES for t in visits(page).toggles if "tag_hide-input" in t["cell"])
-    assert hide_input > 0, f"no page of the book has a folded (hide-input) code cell: {folded}"
+    hide_input = sum(
+        1
+        for page in PAGES
+        for t in visits(page).toggles
+        if "tag_hide-input" in t["cell"]
+    )
+    assert hide_input > 0, (
+        f"no page of the book has a folded (hide-input) code cell: {folded}"
+    )
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
 def test_chapter_offers_its_notebook_with_outputs(visits, page):
     seen = visits(page)
-    notebooks = [link for link in seen.download_links if link["href"].endswith(".ipynb")]
-    assert notebooks, f"{page}: no .ipynb link in the download menu: {seen.download_links}"
-    assert notebooks[0]["visible"], f"{page}: the .ipynb link does not show when the menu is opened"
-    assert seen.notebook and seen.notebook["status"] == 200, f"{page}: {notebooks[0]['href']} -> {seen.notebook}"
+    notebooks = [
+        link for link in seen.download_links if link["href"].endswith(".ipynb")
+    ]
+    assert notebooks, (
+        f"{page}: no .ipynb link in the download menu: {seen.download_links}"
+    )
+    assert notebooks[0]["visible"], (
+        f"{page}: the .ipynb link does not show when the menu is opened"
+    )
+    assert seen.notebook and seen.notebook["status"] == 200, (
+        f"{page}: {notebooks[0]['href']} -> {seen.notebook}"
+    )
     notebook = json.loads(seen.notebook["text"])
-    code = [cell for cell in notebook.get("cells", []) if cell.get("cell_type") == "code"]
-    assert notebook.get("nbformat") == 4 and code, f"{page}: the download is not a notebook with code cells"
+    code = [
+        cell
+        for cell in notebook.get("cells", [])
+        if cell.get("cell_type") == "code"
+    ]
+    assert notebook.get("nbformat") == 4 and code, (
+        f"{page}: the download is not a notebook with code cells"
+    )
     with_outputs = [cell for cell in code if cell.get("outputs")]
-    assert with_outputs, f"{page}: the downloaded notebook has no stored outputs"
+    assert with_outputs, (
+        f"{page}: the downloaded notebook has no stored outputs"
+    )
 
 
 def test_intro_data_link_downloads_the_csv(site, browser):
@@ -569,7 +701,9 @@ def test_intro_data_link_downloads_the_csv(site, browser):
             header = handle.readline()
     finally:
         context.close()
-    assert header.startswith(CSV_HEADER), f"downloaded {DATA_FILE} starts with {header[:80]!r}"
+    assert header.startswith(CSV_HEADER), (
+        f"downloaded {DATA_FILE} starts with {header[:80]!r}"
+    )
     assert not recorder.external_requests, recorder.external_requests
 
 
@@ -577,10 +711,16 @@ def _title_word(page_name: str) -> str:
     """The longest word of the chapter's title: a term the search must find it by."""
     cells = json.loads((ROOT / f"{page_name}.ipynb").read_text())["cells"]
     for cell in cells:
-        source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+        source = (
+            "".join(cell["source"])
+            if isinstance(cell["source"], list)
+            else cell["source"]
+        )
         match = re.search(r"^# (.+)$", source, re.MULTILINE)
         if cell["cell_type"] == "markdown" and match:
-            return max(re.findall(r"[A-Za-z]+", match.group(1)), key=len).lower()
+            return max(
+                re.findall(r"[A-Za-z]+", match.group(1)), key=len
+            ).lower()
     raise AssertionError(f"{page_name} has no '# title'")
 
 
@@ -593,14 +733,19 @@ def search(browser, site: str, term: str) -> list[str]:
         watch(page, recorder, site)
         page.goto(site + "search.html?q=" + quote(term), wait_until="load")
         # The summary line is created empty and filled in when the last result is listed.
-        page.wait_for_function("() => { const s = document.querySelector('#search-results .search-summary');"
-                               " return s && s.textContent.trim().length > 0; }")
+        page.wait_for_function(
+            "() => { const s = document.querySelector('#search-results .search-summary');"
+            " return s && s.textContent.trim().length > 0; }"
+        )
         links = page.locator("#search-results ul.search li a").evaluate_all(
-            "links => links.map(a => new URL(a.href).pathname)")
+            "links => links.map(a => new URL(a.href).pathname)"
+        )
     finally:
         context.close()
     # Console errors of search.html are those of every page (test_page_loads_without_errors).
-    assert not recorder.external_requests, f"search.html requested other hosts: {recorder.external_requests}"
+    assert not recorder.external_requests, (
+        f"search.html requested other hosts: {recorder.external_requests}"
+    )
     return links
 
 
@@ -608,13 +753,22 @@ def search(browser, site: str, term: str) -> list[str]:
 def test_search_finds_the_chapter(site, browser, page):
     term = _title_word(page)
     links = search(browser, site, term)
-    assert f"/{page}.html" in links, f"searching {term!r} did not list {page}: {links}"
+    assert f"/{page}.html" in links, (
+        f"searching {term!r} did not list {page}: {links}"
+    )
 
 
 def test_search_finds_linkage(site, browser):
     """A term from the text (not a title) finds the chapters that use it, and only pages."""
-    expected = [page for page in CHAPTERS
-                if re.search(r"\blinkage\b", (HTML_DIR / f"{page}.html").read_text(), re.IGNORECASE)]
+    expected = [
+        page
+        for page in CHAPTERS
+        if re.search(
+            r"\blinkage\b",
+            (HTML_DIR / f"{page}.html").read_text(),
+            re.IGNORECASE,
+        )
+    ]
     if not expected:
         pytest.skip("no chapter mentions linkage yet")
     links = search(browser, site, "linkage")
@@ -626,10 +780,15 @@ def test_search_finds_linkage(site, browser):
 @pytest.mark.parametrize("page", PAGES)
 def test_dark_mode_text_is_readable(visits, page):
     seen = visits(page)
-    assert seen.dark_theme == "dark", f"{page}: the theme button never made html[data-theme] dark ({seen.dark_theme!r})"
+    assert seen.dark_theme == "dark", (
+        f"{page}: the theme button never made html[data-theme] dark ({seen.dark_theme!r})"
+    )
     assert seen.contrast["checked"] > 0, f"{page}: no text found to check"
     low = seen.contrast["low"]
-    assert not low, f"{page}: text below {MIN_CONTRAST}:1 contrast in dark mode:\n" + "\n".join(map(str, low[:15]))
+    assert not low, (
+        f"{page}: text below {MIN_CONTRAST}:1 contrast in dark mode:\n"
+        + "\n".join(map(str, low[:15]))
+    )
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -641,13 +800,20 @@ def test_dark_mode_figures_are_readable(visits, page):
             continue
         needed = min(MIN_CONTRAST, figure["contrastPaper"])
         if figure["contrastDark"] < needed:
-            problems.append(f"{figure['src']}: ink {figure['ink']} on {figure['backdrop']} "
-                            f"has contrast {figure['contrastDark']:.2f} (< {needed:.2f})")
-    assert not problems, f"{page}: transparent figures unreadable in dark mode:\n" + "\n".join(problems)
+            problems.append(
+                f"{figure['src']}: ink {figure['ink']} on {figure['backdrop']} "
+                f"has contrast {figure['contrastDark']:.2f} (< {needed:.2f})"
+            )
+    assert not problems, (
+        f"{page}: transparent figures unreadable in dark mode:\n"
+        + "\n".join(problems)
+    )
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_screenshots_saved(visits, page):
     for mode in ("light", "dark"):
         path = visits(page).screenshots.get(mode)
-        assert path and path.exists() and path.stat().st_size > 10_000, f"{page}: no {mode} screenshot at {path}"
+        assert path and path.exists() and path.stat().st_size > 10_000, (
+            f"{page}: no {mode} screenshot at {path}"
+        )

@@ -1,4 +1,5 @@
 """The data set every chapter runs on: schema, integrity, provenance, reproducibility."""
+
 from __future__ import annotations
 
 import csv
@@ -10,7 +11,6 @@ import sys
 
 import pandas as pd
 import pytest
-
 from conftest import DATA_DIR, ROOT
 
 CSV = DATA_DIR / "adult_with_pii.csv"
@@ -19,11 +19,32 @@ UCI_SOURCE = ROOT.parent / "shared" / "data" / "uci-adult" / "adult.data"
 UCI_SHA256 = "5b00264637dbfec36bdeaab5676b0b309ff9eb788d63554ca0a249491c86603d"
 N_RECORDS = 32_561
 COLUMNS = [
-    "Name", "DOB", "SSN", "Zip", "Workclass", "Education", "Education-Num",
-    "Marital Status", "Occupation", "Relationship", "Race", "Sex",
-    "Hours per week", "Country", "Target", "Age", "Capital Gain", "Capital Loss",
+    "Name",
+    "DOB",
+    "SSN",
+    "Zip",
+    "Workclass",
+    "Education",
+    "Education-Num",
+    "Marital Status",
+    "Occupation",
+    "Relationship",
+    "Race",
+    "Sex",
+    "Hours per week",
+    "Country",
+    "Target",
+    "Age",
+    "Capital Gain",
+    "Capital Loss",
 ]
-INTEGER_COLUMNS = ["Education-Num", "Hours per week", "Age", "Capital Gain", "Capital Loss"]
+INTEGER_COLUMNS = [
+    "Education-Num",
+    "Hours per week",
+    "Age",
+    "Capital Gain",
+    "Capital Loss",
+]
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +58,9 @@ def sha256(path) -> str:
 
 def reference_date() -> dt.date:
     """The reference date that data/README.md states for DOB and Age."""
-    match = re.search(r"Reference date\*\*: (\d{4}-\d{2}-\d{2})", README.read_text())
+    match = re.search(
+        r"Reference date\*\*: (\d{4}-\d{2}-\d{2})", README.read_text()
+    )
     assert match, "data/README.md must state the reference date"
     return dt.date.fromisoformat(match.group(1))
 
@@ -62,7 +85,9 @@ def test_column_types(adult):
     assert set(adult["Sex"]) == {"Female", "Male"}
 
 
-def test_identifiers_are_never_missing_and_categoricals_only_where_uci_has_gaps(adult):
+def test_identifiers_are_never_missing_and_categoricals_only_where_uci_has_gaps(
+    adult,
+):
     missing = adult.columns[adult.isna().any()].tolist()
     assert sorted(missing) == ["Country", "Occupation", "Workclass"]
 
@@ -92,45 +117,89 @@ def test_date_of_birth_is_consistent_with_age(adult):
 def test_identifiers_make_the_attacks_realistic(adult):
     dob_group = adult.groupby("DOB")["DOB"].transform("size")
     dob_zip_group = adult.groupby(["DOB", "Zip"])["DOB"].transform("size")
-    assert dob_group.median() <= 5, "DOB alone should narrow most people to a handful"
-    assert (dob_group == 1).mean() < 0.5, "DOB alone should not single out most people"
-    assert (dob_zip_group == 1).mean() > 0.95, "DOB + ZIP should single out nearly everyone"
+    assert dob_group.median() <= 5, (
+        "DOB alone should narrow most people to a handful"
+    )
+    assert (dob_group == 1).mean() < 0.5, (
+        "DOB alone should not single out most people"
+    )
+    assert (dob_zip_group == 1).mean() > 0.95, (
+        "DOB + ZIP should single out nearly everyone"
+    )
 
 
 def test_readme_states_the_sha256_of_the_file():
-    stated = re.search(r"sha256 of `adult_with_pii.csv`\*\*: `([0-9a-f]{64})`", README.read_text())
+    stated = re.search(
+        r"sha256 of `adult_with_pii.csv`\*\*: `([0-9a-f]{64})`",
+        README.read_text(),
+    )
     assert stated, "data/README.md must state the file's sha256"
     assert stated.group(1) == sha256(CSV)
 
 
 def test_readme_states_provenance_and_license():
     text = README.read_text()
-    for needed in ("UCI", "Becker", "Kohavi", "CC BY 4.0", "synthetic", UCI_SHA256):
+    for needed in (
+        "UCI",
+        "Becker",
+        "Kohavi",
+        "CC BY 4.0",
+        "synthetic",
+        UCI_SHA256,
+    ):
         assert needed in text, needed
 
 
-@pytest.mark.skipif(not UCI_SOURCE.exists(), reason="UCI source not beside the repo")
+@pytest.mark.skipif(
+    not UCI_SOURCE.exists(), reason="UCI source not beside the repo"
+)
 def test_non_identifier_columns_are_the_uci_records_in_order(adult):
     assert sha256(UCI_SOURCE) == UCI_SHA256
     uci = pd.read_csv(
-        UCI_SOURCE, header=None, skipinitialspace=True, na_values="?", keep_default_na=False,
-        names=["Age", "Workclass", "fnlwgt", "Education", "Education-Num", "Marital Status",
-               "Occupation", "Relationship", "Race", "Sex", "Capital Gain", "Capital Loss",
-               "Hours per week", "Country", "Target"],
+        UCI_SOURCE,
+        header=None,
+        skipinitialspace=True,
+        na_values="?",
+        keep_default_na=False,
+        names=[
+            "Age",
+            "Workclass",
+            "fnlwgt",
+            "Education",
+            "Education-Num",
+            "Marital Status",
+            "Occupation",
+            "Relationship",
+            "Race",
+            "Sex",
+            "Capital Gain",
+            "Capital Loss",
+            "Hours per week",
+            "Country",
+            "Target",
+        ],
     )
     ours = adult[uci.columns.drop("fnlwgt")]
-    pd.testing.assert_frame_equal(ours, uci.drop(columns="fnlwgt"), check_dtype=False)
+    pd.testing.assert_frame_equal(
+        ours, uci.drop(columns="fnlwgt"), check_dtype=False
+    )
 
 
-@pytest.mark.skipif(not UCI_SOURCE.exists(), reason="UCI source not beside the repo")
+@pytest.mark.skipif(
+    not UCI_SOURCE.exists(), reason="UCI source not beside the repo"
+)
 def test_regeneration_is_byte_identical(tmp_path):
     output = tmp_path / "adult_with_pii.csv"
     script = ROOT / "scripts" / "make_adult_with_pii.py"
-    subprocess.run([sys.executable, str(script), str(UCI_SOURCE), str(output)], check=True)
+    subprocess.run(
+        [sys.executable, str(script), str(UCI_SOURCE), str(output)], check=True
+    )
     assert output.read_bytes() == CSV.read_bytes()
 
 
 def test_generator_rejects_wrong_usage(tmp_path):
     script = ROOT / "scripts" / "make_adult_with_pii.py"
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True
+    )
     assert result.returncode == 2 and "usage" in result.stderr

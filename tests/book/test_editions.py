@@ -1,4 +1,5 @@
 """Reader's edition shows solutions in dropdowns; the student edition carries no solution anywhere."""
+
 from __future__ import annotations
 
 import re
@@ -7,7 +8,6 @@ import sys
 
 import nbformat
 import pytest
-
 from conftest import BUILD_DIR, HTML_DIR, ROOT, chapter_notebooks
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -15,7 +15,10 @@ from make_student_edition import strip_cells, strip_solutions  # noqa: E402
 
 STUDENT_DIR = BUILD_DIR / "student"
 STUDENT_HTML = STUDENT_DIR / "_build" / "html"
-SOLUTION = re.compile(r"^(\s*)(`{3,}|:{3,})\{solution\}[^\n]*\n(.*?)^\s*\2\s*$", re.MULTILINE | re.DOTALL)
+SOLUTION = re.compile(
+    r"^(\s*)(`{3,}|:{3,})\{solution\}[^\n]*\n(.*?)^\s*\2\s*$",
+    re.MULTILINE | re.DOTALL,
+)
 
 
 def gated_solution_text(cells) -> str:
@@ -36,47 +39,80 @@ def solution_lines() -> list[str]:
     lines = []
     for path in chapter_notebooks():
         cells = nbformat.read(path, as_version=4).cells
-        outside = "\n".join(cell.source for cell in strip_cells(
-            nbformat.read(path, as_version=4).cells))
-        gated = [line.strip() for line in gated_solution_text(cells).splitlines()
-                 if len(line.strip()) > 30 and not line.strip().startswith((":", "`"))
-                 and line.strip() not in outside]
+        outside = "\n".join(
+            cell.source
+            for cell in strip_cells(nbformat.read(path, as_version=4).cells)
+        )
+        gated = [
+            line.strip()
+            for line in gated_solution_text(cells).splitlines()
+            if len(line.strip()) > 30
+            and not line.strip().startswith((":", "`"))
+            and line.strip() not in outside
+        ]
         lines.extend(gated[:6])
-        markdown = [cell.source for cell in cells if cell.cell_type == "markdown"]
-        elsewhere = "\n".join([strip_solutions(text) for text in markdown]
-                              + [cell.source for cell in cells if cell.cell_type == "code"
-                                 and "solution" not in cell.metadata.get("tags", [])])
+        markdown = [
+            cell.source for cell in cells if cell.cell_type == "markdown"
+        ]
+        elsewhere = "\n".join(
+            [strip_solutions(text) for text in markdown]
+            + [
+                cell.source
+                for cell in cells
+                if cell.cell_type == "code"
+                and "solution" not in cell.metadata.get("tags", [])
+            ]
+        )
         for text in markdown:
             for match in SOLUTION.finditer(text):
-                body = [line.strip() for line in match.group(3).splitlines()
-                        if len(line.strip()) > 30 and not line.strip().startswith(":")
-                        and line.strip() not in elsewhere]
+                body = [
+                    line.strip()
+                    for line in match.group(3).splitlines()
+                    if len(line.strip()) > 30
+                    and not line.strip().startswith(":")
+                    and line.strip() not in elsewhere
+                ]
                 lines.extend(body[:3])
     return lines
 
 
 @pytest.fixture(scope="module")
 def student_build():
-    command = [sys.executable, str(ROOT / "scripts" / "make_student_edition.py"), str(STUDENT_DIR)]
+    command = [
+        sys.executable,
+        str(ROOT / "scripts" / "make_student_edition.py"),
+        str(STUDENT_DIR),
+    ]
     return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
 
 
 def test_strip_solutions_removes_only_solution_blocks():
-    text = ("Before\n````{exercise} Ex\n:label: ex\n\nDo it.\n````\n\n"
-            "````{solution} ex\n:class: dropdown\n\n```python\nsecret = 42\n```\n````\nAfter\n")
+    text = (
+        "Before\n````{exercise} Ex\n:label: ex\n\nDo it.\n````\n\n"
+        "````{solution} ex\n:class: dropdown\n\n```python\nsecret = 42\n```\n````\nAfter\n"
+    )
     stripped = strip_solutions(text)
     assert "secret" not in stripped and "{solution}" not in stripped
-    assert "Do it." in stripped and "Before" in stripped and "After" in stripped
+    assert (
+        "Do it." in stripped and "Before" in stripped and "After" in stripped
+    )
 
 
 def test_strip_cells_removes_a_gated_solution_across_cells():
     cells = [
-        nbformat.v4.new_markdown_cell("```{exercise} Ex\n:label: ex\n\nDo it.\n```"),
         nbformat.v4.new_markdown_cell(
-            "```{solution-start} ex\n:label: sol\n:class: dropdown\n```\nSecret prose"),
-        nbformat.v4.new_code_cell("secret = 42", metadata={"tags": ["solution"]}),
+            "```{exercise} Ex\n:label: ex\n\nDo it.\n```"
+        ),
+        nbformat.v4.new_markdown_cell(
+            "```{solution-start} ex\n:label: sol\n:class: dropdown\n```\nSecret prose"
+        ),
+        nbformat.v4.new_code_cell(
+            "secret = 42", metadata={"tags": ["solution"]}
+        ),
         nbformat.v4.new_code_cell("also_secret = 1"),  # untagged, still inside
-        nbformat.v4.new_markdown_cell("More secret.\n\n```{solution-end}\n```\n\nAfter"),
+        nbformat.v4.new_markdown_cell(
+            "More secret.\n\n```{solution-end}\n```\n\nAfter"
+        ),
         nbformat.v4.new_code_cell("public = 1"),
     ]
     kept = "\n".join(cell.source for cell in strip_cells(cells))
@@ -85,7 +121,11 @@ def test_strip_cells_removes_a_gated_solution_across_cells():
 
 
 def test_strip_cells_rejects_an_unclosed_gated_solution():
-    cells = [nbformat.v4.new_markdown_cell("```{solution-start} ex\n```\nnever closed")]
+    cells = [
+        nbformat.v4.new_markdown_cell(
+            "```{solution-start} ex\n```\nnever closed"
+        )
+    ]
     with pytest.raises(ValueError):
         strip_cells(cells)
 
@@ -96,7 +136,9 @@ def test_strip_solutions_rejects_an_unclosed_block():
 
 
 def test_student_edition_builds(student_build):
-    assert student_build.returncode == 0, (student_build.stdout + student_build.stderr)[-4000:]
+    assert student_build.returncode == 0, (
+        student_build.stdout + student_build.stderr
+    )[-4000:]
 
 
 def test_student_edition_has_exercises_but_no_solutions(student_build):
@@ -107,12 +149,18 @@ def test_student_edition_has_exercises_but_no_solutions(student_build):
     student_text = "\n".join(path.read_text() for path in pages + notebooks)
     assert 'class="solution' not in student_text
     for path in notebooks:
-        tags = [tag for cell in nbformat.read(path, as_version=4).cells for tag in cell.metadata.get("tags", [])]
+        tags = [
+            tag
+            for cell in nbformat.read(path, as_version=4).cells
+            for tag in cell.metadata.get("tags", [])
+        ]
         assert "solution" not in tags, f"{path.name} keeps a solution cell"
     assert "{solution}" not in student_text
     leaked = [line for line in solution_lines() if line in student_text]
     assert not leaked, f"solution text in the student edition: {leaked[:3]}"
-    exercises = sum(path.read_text().count('class="exercise') for path in pages)
+    exercises = sum(
+        path.read_text().count('class="exercise') for path in pages
+    )
     assert exercises >= len(chapter_notebooks()) * 4 or not solution_lines()
 
 
@@ -120,6 +168,8 @@ def test_reader_edition_has_solutions_in_collapsed_dropdowns(html_build):
     assert html_build.returncode == 0
     if not solution_lines():
         pytest.skip("no chapter has solutions yet")
-    pages = "\n".join(path.read_text() for path in (HTML_DIR / "chapters").glob("*.html"))
+    pages = "\n".join(
+        path.read_text() for path in (HTML_DIR / "chapters").glob("*.html")
+    )
     solutions = re.findall(r'<div class="solution[^"]*"', pages)
     assert solutions and all("dropdown" in tag for tag in solutions)

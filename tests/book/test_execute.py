@@ -3,12 +3,12 @@
 Only the outputs of cells tagged nbval-ignore-output (wall-clock timings, an
 unseedable library) may differ; nbval skips the same cells.
 """
+
 import shutil
 import sys
 
 import nbformat
 import pytest
-
 from conftest import ROOT, chapter_notebooks
 
 sys.path.insert(0, str(ROOT / "scripts"))

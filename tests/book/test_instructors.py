@@ -1,9 +1,9 @@
 """The instructors' page lists every chapter and every exercise, each with a difficulty."""
+
 import re
 
 import nbformat
 import pytest
-
 from conftest import ROOT, chapter_notebooks
 
 PAGE = (ROOT / "instructors.md").read_text()
@@ -12,7 +12,9 @@ EXERCISE = re.compile(r"\{exercise\}\s*(.*?)\n:label: (\S+)")
 
 def exercises(path):
     cells = nbformat.read(path, as_version=4).cells
-    text = "\n".join(cell.source for cell in cells if cell.cell_type == "markdown")
+    text = "\n".join(
+        cell.source for cell in cells if cell.cell_type == "markdown"
+    )
     return EXERCISE.findall(text)
 
 
@@ -26,5 +28,9 @@ def test_every_exercise_is_listed_with_its_difficulty(path):
     found = exercises(path)
     assert len(found) >= 4, "each chapter has at least four exercises"
     for title, label in found:
-        assert re.search(r"\((easy|medium|hard)\)", title), f"{label}: no difficulty in '{title}'"
-        assert f"{title} <{label}>" in PAGE, f"{label} is not listed on the instructors' page"
+        assert re.search(r"\((easy|medium|hard)\)", title), (
+            f"{label}: no difficulty in '{title}'"
+        )
+        assert f"{title} <{label}>" in PAGE, (
+            f"{label} is not listed on the instructors' page"
+        )

@@ -1,4 +1,5 @@
 """The PDF edition: builds with xelatex, and carries every chapter, definition, figure and reference."""
+
 from __future__ import annotations
 
 import json
@@ -6,8 +7,14 @@ import re
 import subprocess
 
 import pytest
-
-from conftest import BUILD_DIR, HTML_DIR, JUPYTER_BOOK, ROOT, chapter_notebooks, toc_files
+from conftest import (
+    BUILD_DIR,
+    HTML_DIR,
+    JUPYTER_BOOK,
+    ROOT,
+    chapter_notebooks,
+    toc_files,
+)
 
 LATEX_DIR = BUILD_DIR / "latex"
 PDF = LATEX_DIR / "book.pdf"
@@ -15,15 +22,30 @@ PDF = LATEX_DIR / "book.pdf"
 
 @pytest.fixture(scope="module")
 def pdf_build():
-    command = [str(JUPYTER_BOOK), "build", str(ROOT), "--builder", "pdflatex", "-W", "-n", "--keep-going"]
+    command = [
+        str(JUPYTER_BOOK),
+        "build",
+        str(ROOT),
+        "--builder",
+        "pdflatex",
+        "-W",
+        "-n",
+        "--keep-going",
+    ]
     return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
 
 
 @pytest.fixture(scope="module")
 def pdf_text(pdf_build):
-    assert pdf_build.returncode == 0, (pdf_build.stdout + pdf_build.stderr)[-4000:]
-    text = subprocess.run(["pdftotext", "-layout", str(PDF), "-"], capture_output=True, text=True,
-                          check=True).stdout
+    assert pdf_build.returncode == 0, (pdf_build.stdout + pdf_build.stderr)[
+        -4000:
+    ]
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(PDF), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return re.sub(r"\s+", " ", text)
 
 
@@ -34,26 +56,39 @@ def page_title(name: str) -> str:
         lines = path.read_text().splitlines()
     else:
         cells = json.loads((ROOT / f"{name}.ipynb").read_text())["cells"]
-        lines = [line for cell in cells if cell["cell_type"] == "markdown"
-                 for line in "".join(cell["source"]).splitlines()]
+        lines = [
+            line
+            for cell in cells
+            if cell["cell_type"] == "markdown"
+            for line in "".join(cell["source"]).splitlines()
+        ]
     return next(line[2:].strip() for line in lines if line.startswith("# "))
 
 
 def directive_count(name: str) -> int:
     """How many times a sphinx-proof directive opens across the chapters."""
     pattern = re.compile(r"^[`:]{3,}\{prf:" + name + r"\}", re.MULTILINE)
-    return sum(len(pattern.findall(path.read_text().replace("\\n", "\n"))) for path in chapter_notebooks())
+    return sum(
+        len(pattern.findall(path.read_text().replace("\\n", "\n")))
+        for path in chapter_notebooks()
+    )
 
 
 def test_pdf_builds_without_latex_errors(pdf_build):
-    assert pdf_build.returncode == 0, (pdf_build.stdout + pdf_build.stderr)[-4000:]
+    assert pdf_build.returncode == 0, (pdf_build.stdout + pdf_build.stderr)[
+        -4000:
+    ]
     assert PDF.exists() and PDF.stat().st_size > 10_000
     log = (LATEX_DIR / "book.log").read_text(errors="replace")
     assert not re.search(r"^! ", log, re.MULTILINE), "LaTeX reported an error"
 
 
 def test_pdf_has_every_chapter_title(pdf_text):
-    missing = [title for name in toc_files() if (title := page_title(name)) not in pdf_text]
+    missing = [
+        title
+        for name in toc_files()
+        if (title := page_title(name)) not in pdf_text
+    ]
     assert not missing, f"titles missing from the PDF: {missing}"
 
 
@@ -70,7 +105,9 @@ def test_pdf_has_bibliography_with_cited_works(pdf_text):
 def test_pdf_numbers_definitions_and_theorems(pdf_text, kind):
     expected = directive_count(kind)
     found = len(re.findall(kind.capitalize() + r" \d+(\.\d+)*", pdf_text))
-    assert found >= expected, f"{expected} {kind}s in the chapters, {found} numbered ones in the PDF"
+    assert found >= expected, (
+        f"{expected} {kind}s in the chapters, {found} numbered ones in the PDF"
+    )
 
 
 def test_pdf_embeds_every_html_figure(pdf_build):
@@ -78,10 +115,20 @@ def test_pdf_embeds_every_html_figure(pdf_build):
     html_pages = [HTML_DIR / f"{name}.html" for name in toc_files()]
     if not all(page.exists() for page in html_pages):
         pytest.skip("HTML not built in this session")
-    html_images = {src.rsplit("/", 1)[-1] for page in html_pages
-                   for src in re.findall(r'<img[^>]+src="([^"]+\.png)"', page.read_text())}
+    html_images = {
+        src.rsplit("/", 1)[-1]
+        for page in html_pages
+        for src in re.findall(r'<img[^>]+src="([^"]+\.png)"', page.read_text())
+    }
     latex_images = {path.name for path in LATEX_DIR.glob("*.png")}
-    assert html_images <= latex_images, f"figures missing from the PDF: {sorted(html_images - latex_images)}"
-    listed = subprocess.run(["pdfimages", "-list", str(PDF)], capture_output=True, text=True, check=True)
+    assert html_images <= latex_images, (
+        f"figures missing from the PDF: {sorted(html_images - latex_images)}"
+    )
+    listed = subprocess.run(
+        ["pdfimages", "-list", str(PDF)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     embedded = len(listed.stdout.splitlines()) - 2
     assert embedded >= len(html_images)

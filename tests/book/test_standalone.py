@@ -1,12 +1,12 @@
 """A reader downloads one chapter: it runs alone beside the CSV, and says clearly when the CSV is missing."""
+
 import shutil
 
 import nbformat
 import pytest
+from conftest import DATA_DIR, chapter_notebooks
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
-
-from conftest import DATA_DIR, chapter_notebooks
 
 DATA_FILES = sorted(DATA_DIR.glob("*.csv"))
 
@@ -20,12 +20,18 @@ def data_files_used_by(notebook_path):
 def run_in(folder, notebook_path):
     """Execute a copy of the notebook with ``folder`` as its working directory."""
     notebook = nbformat.read(notebook_path, as_version=4)
-    NotebookClient(notebook, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(folder)}}).execute()
+    NotebookClient(
+        notebook,
+        timeout=300,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(folder)}},
+    ).execute()
     return notebook
 
 
-@pytest.mark.parametrize("notebook_path", chapter_notebooks(), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "notebook_path", chapter_notebooks(), ids=lambda p: p.stem
+)
 def test_chapter_runs_alone_beside_its_data(tmp_path, notebook_path):
     shutil.copy(notebook_path, tmp_path)
     for data_file in data_files_used_by(notebook_path):
@@ -33,7 +39,9 @@ def test_chapter_runs_alone_beside_its_data(tmp_path, notebook_path):
     run_in(tmp_path, tmp_path / notebook_path.name)
 
 
-@pytest.mark.parametrize("notebook_path", chapter_notebooks(), ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "notebook_path", chapter_notebooks(), ids=lambda p: p.stem
+)
 def test_chapter_without_data_says_where_to_get_it(tmp_path, notebook_path):
     shutil.copy(notebook_path, tmp_path)
     with pytest.raises(CellExecutionError) as failure:
