@@ -1,7 +1,9 @@
 # Hands-On Data Privacy: build, test and maintain the book.
 #   make book     build the HTML book into _build/html (creates .venv first)
 #   make test     run every test the book promises (what CI runs)
-# See README.md for the rest.
+#   make check    the fast loop while writing: lint, chapter functions, nbval
+#                 on the notebooks you changed (under a minute)
+# See README.md and CONTRIBUTING.md for the rest.
 
 SHELL := /bin/bash
 .DEFAULT_GOAL := book
@@ -18,12 +20,21 @@ UCI_SOURCE ?= ../shared/data/uci-adult/adult.data
 APT_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended \
 	latexmk fonts-freefont-otf poppler-utils chromium
 
-.PHONY: book serve test execute data pdf student bench system-deps clean
+# Notebooks changed since the last commit (edited or new): what `make check`
+# runs under nbval.
+CHANGED_NOTEBOOKS = $(shell { git diff --name-only HEAD -- 'chapters/*.ipynb'; \
+	git ls-files --others --exclude-standard -- 'chapters/*.ipynb'; } 2>/dev/null | sort -u)
 
-$(STAMP): requirements.txt constraints.txt
+.PHONY: book serve test check lint format execute data pdf student bench system-deps clean
+
+# The toolchain needs Python 3.11 or newer (pandas 3); say so before pip does.
+$(STAMP): requirements-dev.txt constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+		echo "Python 3.11 or newer is needed; '$(PYTHON)' is $$($(PYTHON) --version 2>&1)."; \
+		echo "Run e.g. 'make PYTHON=python3.11 book'."; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.txt -c constraints.txt
+	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c constraints.txt
 	touch $@
 
 book: $(STAMP)
@@ -52,8 +63,24 @@ system-deps:
 		exit 1; \
 	fi
 
-test: $(STAMP) system-deps
+test: $(STAMP) system-deps lint
 	$(BIN)/python -m pytest
+
+# Lint and format check over scripts/, tests/ and the notebooks' code.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+# Apply ruff's formatting (then run `make execute` if a notebook changed).
+format: $(STAMP)
+	$(BIN)/ruff format .
+
+check: lint
+	$(BIN)/python -m pytest -q -m chapters tests/chapters
+	@if [ -n "$(CHANGED_NOTEBOOKS)" ]; then \
+		echo "nbval on changed notebooks: $(CHANGED_NOTEBOOKS)"; \
+		$(BIN)/python -m pytest -q -m notebooks $(CHANGED_NOTEBOOKS); \
+	else echo "No notebook changed since the last commit: nbval skipped."; fi
 
 # Re-execute every chapter in place; an unchanged notebook comes out byte-identical.
 execute: $(STAMP)
