@@ -37,8 +37,11 @@ $(STAMP): requirements-dev.txt constraints.txt
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c constraints.txt
 	touch $@
 
+# The reader's site, with the student edition published inside it at student/.
 book: $(STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
+	$(BIN)/python scripts/make_student_edition.py _build/student
+	rm -rf _build/html/student && cp -r _build/student/_build/html _build/html/student
 	@echo
 	@echo "The book is built. Open $(CURDIR)/_build/html/index.html in a browser,"
 	@echo "or run 'make serve' and visit http://$(HOST):$(PORT)/"
@@ -102,6 +105,7 @@ pdf: $(STAMP) system-deps
 	$(BIN)/jupyter-book build . --builder pdflatex -W -n --keep-going
 	@echo "PDF: $(CURDIR)/_build/latex/book.pdf"
 
-# The student edition: solutions removed from the HTML and the downloadable notebooks.
+# The student edition alone: solutions removed from the HTML and the
+# downloadable notebooks (`make book` also publishes it at _build/html/student).
 student: $(STAMP)
 	$(BIN)/python scripts/make_student_edition.py _build/student

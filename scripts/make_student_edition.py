@@ -28,14 +28,14 @@ SOURCES = [
     "_toc.yml",
     "references.bib",
     "requirements.txt",
-    "intro.md",
-    "instructors.md",
-    "bibliography.md",
     "chapters",
     "data",
     "_latex",
     "_ext",
 ]
+# Pages left out of the student edition (and out of its table of contents).
+TEACHER_PAGES = ["instructors"]
+NOT_BOOK_PAGES = ["README.md", "CONTRIBUTING.md", "CHANGELOG.md"]
 FENCE = re.compile(r"^\s*(`{3,}|:{3,})\{solution\}")
 GATED_START = re.compile(r"^\s*(`{3,}|:{3,})\{solution-start\}")
 GATED_END = re.compile(r"^\s*(`{3,}|:{3,})\{solution-end\}")
@@ -104,6 +104,43 @@ def strip_notebook(path: Path) -> None:
     nbformat.write(notebook, path)
 
 
+def student_page(text: str) -> str:
+    """A page's student wording: reader-only blocks cut, student-only lines shown.
+
+    In the sources, ``% reader-only-start`` ... ``% reader-only-end`` wraps
+    text only the reader's edition has, and a line ``% student-only: ...``
+    (a MyST comment, invisible there) holds text only students see.
+    """
+    kept, skipping = [], False
+    for line in text.splitlines(keepends=True):
+        marker = line.strip()
+        if marker == "% reader-only-start":
+            skipping = True
+        elif marker == "% reader-only-end":
+            skipping = False
+        elif not skipping:
+            kept.append(
+                line.replace("% student-only: ", "", 1)
+                if line.startswith("% student-only: ")
+                else line
+            )
+    if skipping:
+        raise ValueError("a '% reader-only-start' is never closed")
+    return "".join(kept)
+
+
+def student_toc(path: Path) -> None:
+    """Drop the teachers' pages from the table of contents."""
+    toc = yaml.safe_load(path.read_text())
+    for part in toc.get("parts", []):
+        part["chapters"] = [
+            entry
+            for entry in part.get("chapters", [])
+            if entry.get("file") not in TEACHER_PAGES
+        ]
+    path.write_text(yaml.safe_dump(toc, sort_keys=False))
+
+
 def student_config(path: Path) -> None:
     """Retitle the book and switch on sphinx-exercise's hide_solutions."""
     config = yaml.safe_load(path.read_text())
@@ -131,15 +168,20 @@ def prepare_sources(source_dir: Path) -> None:
             shutil.copy2(origin, source_dir / name)
     for notebook in (source_dir / "chapters").glob("*.ipynb"):
         strip_notebook(notebook)
-    for page in source_dir.glob("*.md"):
-        page.write_text(strip_solutions(page.read_text()))
+    for page in ROOT.glob("*.md"):
+        if page.stem not in TEACHER_PAGES and page.name not in NOT_BOOK_PAGES:
+            (source_dir / page.name).write_text(
+                student_page(strip_solutions(page.read_text()))
+            )
     student_config(source_dir / "_config.yml")
+    student_toc(source_dir / "_toc.yml")
 
 
 def main(argv: list[str]) -> int:
     output = Path(argv[1]) if len(argv) > 1 else ROOT / "_build" / "student"
     source_dir = output / "src"
     prepare_sources(source_dir)
+    shutil.rmtree(output / "_build", ignore_errors=True)  # no stale pages
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
     build = subprocess.run(
         [

@@ -173,3 +173,18 @@ def test_reader_edition_has_solutions_in_collapsed_dropdowns(html_build):
     )
     solutions = re.findall(r'<div class="solution[^"]*"', pages)
     assert solutions and all("dropdown" in tag for tag in solutions)
+
+
+def test_student_edition_speaks_to_students(student_build):
+    assert student_build.returncode == 0
+    intro = (STUDENT_HTML / "intro.html").read_text()
+    assert "student edition" in intro
+    assert "solution opens on demand" not in intro
+    assert "For instructors" not in intro
+    assert not (STUDENT_HTML / "instructors.html").exists()
+
+
+def test_instructors_page_links_the_student_edition(html_build):
+    assert html_build.returncode == 0
+    page = (HTML_DIR / "instructors.html").read_text()
+    assert 'href="student/index.html"' in page
