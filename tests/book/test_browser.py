@@ -817,3 +817,101 @@ def test_screenshots_saved(visits, page):
         assert path and path.exists() and path.stat().st_size > 10_000, (
             f"{page}: no {mode} screenshot at {path}"
         )
+
+
+# --------------------------------------------------------------------------------------
+# A reader on a phone (390 x 844, touch) and code that fits the page
+# --------------------------------------------------------------------------------------
+
+PHONE = {"width": 390, "height": 844}
+
+
+def phone_page(browser, site: str, recorder: Visit):
+    context = browser.new_context(
+        viewport=PHONE, is_mobile=True, has_touch=True, service_workers="block"
+    )
+    context.set_default_timeout(TIMEOUT_MS)
+    local = urlsplit(site).netloc
+    context.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if urlsplit(route.request.url).netloc == local
+            else (
+                recorder.external_requests.append(route.request.url),
+                route.abort(),
+            )
+        ),
+    )
+    return context, context.new_page()
+
+
+def visible_count(page, selector: str) -> int:
+    return page.locator(selector).evaluate_all(
+        "els => els.filter(e => { const r = e.getBoundingClientRect();"
+        " const s = getComputedStyle(e); return r.width > 0 && r.height > 0"
+        " && s.visibility !== 'hidden' && s.display !== 'none'; }).length"
+    )
+
+
+def test_phone_reader_can_navigate(site, browser):
+    """Open the menu, follow a link to another chapter, open its contents."""
+    first, second = CHAPTERS[0], CHAPTERS[1]
+    recorder = Visit("phone")
+    context, page = phone_page(browser, site, recorder)
+    try:
+        watch(page, recorder, site)
+        page.goto(site + quote(f"{first}.html"), wait_until="load")
+        # The theme moves the menu into a modal dialog when it opens.
+        target = second.split("/")[-1]
+        link = page.locator(f"dialog[open] a[href$='{target}.html']")
+        assert not link.count(), "the menu is open before it is asked for"
+        toggles = page.locator("button.primary-toggle, label.primary-toggle")
+        visible = [
+            i for i in range(toggles.count()) if toggles.nth(i).is_visible()
+        ]
+        assert visible, "no visible menu button at phone width"
+        toggles.nth(visible[0]).tap()
+        link.first.wait_for(state="visible")
+        link.first.tap()
+        page.wait_for_url(f"**/{second}.html")
+        contents = page.locator(
+            "button.secondary-toggle, label.secondary-toggle"
+        )
+        shown = [
+            i for i in range(contents.count()) if contents.nth(i).is_visible()
+        ]
+        assert shown, "no visible page-contents button at phone width"
+        contents.nth(shown[0]).tap()
+        toc_link = page.locator("dialog[open] nav a").first
+        toc_link.wait_for(state="visible")
+        search_boxes = visible_count(
+            page, "input[type='search'], .search-button-field"
+        )
+        page.screenshot(path=str(SCREENSHOT_DIR / "phone-contents.png"))
+    finally:
+        context.close()
+    assert search_boxes <= 1, (
+        f"{search_boxes} search boxes show at phone width"
+    )
+    assert not recorder.page_errors, recorder.page_errors
+    assert not recorder.external_requests, recorder.external_requests
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_no_code_cell_scrolls_sideways(site, browser, page):
+    recorder = Visit(page)
+    context = new_context(browser, site, recorder)
+    try:
+        tab = context.new_page()
+        tab.goto(site + quote(f"{page}.html"), wait_until="load")
+        wide = tab.locator("div.cell_input pre").evaluate_all(
+            "pres => pres.filter(p => p.scrollWidth > p.clientWidth + 1)"
+            ".map(p => p.textContent.split('\\n').reduce("
+            "(a, b) => a.length >= b.length ? a : b, ''))"
+        )
+    finally:
+        context.close()
+    assert not wide, (
+        f"{page}: {len(wide)} code cells scroll sideways, e.g. {wide[0]!r}"
+    )
