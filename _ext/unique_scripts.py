@@ -10,7 +10,11 @@ declared" in the browser. This keeps the first copy of each script.
 def _unique_scripts(app, pagename, templatename, context, doctree):
     seen, unique = set(), []
     for script in context.get("script_files", []):
-        key = (script.filename or "", script.priority, tuple(sorted(script.attributes.items())))
+        key = (
+            script.filename or "",
+            script.priority,
+            tuple(sorted(script.attributes.items())),
+        )
         if key not in seen:
             seen.add(key)
             unique.append(script)

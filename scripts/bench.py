@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Measure, on this machine: clean HTML and PDF builds, nbval over all chapters, each chapter's execution.
+"""Measure, on this machine: clean HTML and PDF builds, page weight, nbval over all chapters, each chapter's execution.
 
 Usage: python scripts/bench.py     (or `make bench`)
 
@@ -63,6 +63,12 @@ def main() -> int:
             ]
         )
     print(f"clean HTML build:               {build:7.1f} s")
+    print("page weight (scripts/page_weight.py):")
+    subprocess.run(
+        [str(BIN / "python"), str(ROOT / "scripts" / "page_weight.py")],
+        cwd=ROOT,
+        check=True,
+    )
     with tempfile.TemporaryDirectory() as out:
         pdf = timed(
             [

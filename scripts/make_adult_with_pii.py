@@ -186,7 +186,10 @@ def make_ssns(n: int, rng: np.random.Generator) -> list[str]:
     area = 900 + picks // (groups * serials)
     group = 1 + (picks // serials) % groups
     serial = 1 + picks % serials
-    return [f"{a:03d}-{g:02d}-{s:04d}" for a, g, s in zip(area, group, serial, strict=False)]
+    return [
+        f"{a:03d}-{g:02d}-{s:04d}"
+        for a, g, s in zip(area, group, serial, strict=False)
+    ]
 
 
 def make_zips(n: int, rng: np.random.Generator) -> list[str]:
