@@ -132,3 +132,82 @@ def test_pdf_embeds_every_html_figure(pdf_build):
     )
     embedded = len(listed.stdout.splitlines()) - 2
     assert embedded >= len(html_images)
+
+
+@pytest.fixture(scope="module")
+def pdf_pages(pdf_build):
+    assert pdf_build.returncode == 0
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(PDF), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return text.split("\f")
+
+
+def test_pdf_title_page_says_what_the_book_is(pdf_pages):
+    title = re.sub(r"\s+", " ", pdf_pages[0])
+    for words in [
+        "Hands-On Data Privacy",
+        "An interactive textbook for programmers",
+        "Edition",
+        "CC BY 4.0",
+        "MIT",
+    ]:
+        assert words in title, f"the title page lacks {words!r}: {title[:300]}"
+
+
+def test_pdf_back_matter_is_appendices_with_one_bibliography(
+    pdf_text, pdf_pages
+):
+    assert "Appendix C. For instructors" in pdf_text
+    assert not re.search(r"Chapter \d+\. For instructors", pdf_text)
+    assert "Proof Index" not in pdf_text
+    contents = pdf_pages[:6]  # the title page, the contents, the preface
+    entries = [
+        line.strip()
+        for page in contents
+        for line in page.splitlines()
+        if re.match(r"^\s*(\d+\s+)?Bibliography\s+\d+\s*$", line)
+    ]
+    assert len(entries) == 1, (
+        f"bibliography entries in the contents: {entries}"
+    )
+    assert entries[0].startswith("Bibliography"), (
+        "the bibliography is numbered"
+    )
+
+
+def test_pdf_shows_no_raw_labels(pdf_text):
+    raw = re.findall(
+        r"\b(?:dp|rr|comp|deid|kanon|practice)-(?:def|thm)-[a-z-]+", pdf_text
+    )
+    assert not raw, f"raw labels in the PDF: {sorted(set(raw))[:5]}"
+
+
+def test_pdf_numbers_like_the_web(pdf_text):
+    """Definition 3.2 on the web is Definition 3.2 in the PDF."""
+    if not (HTML_DIR / "chapters").exists():
+        pytest.skip("HTML not built in this session")
+    kinds = r"(?:Definition|Theorem)"
+    web = set()
+    for page in (HTML_DIR / "chapters").glob("*.html"):
+        web |= set(re.findall(kinds + r" \d+\.\d+\b(?!\.)", page.read_text()))
+    pdf = set(re.findall(kinds + r" \d+\.\d+(?:\.\d+)*", pdf_text))
+    assert web and web <= pdf, f"on the web only: {sorted(web - pdf)[:5]}"
+    deeper = [n for n in pdf if n.count(".") > 1]
+    assert not deeper, f"section-based numbers in the PDF: {deeper[:5]}"
+
+
+def test_pdf_no_box_title_alone_at_a_page_foot(pdf_pages):
+    title = re.compile(
+        r"^\s*(Definition|Theorem|Proof|Lemma|Corollary|Exercise|Solution)"
+        r"\s+\d+\.\d+\b"
+    )
+    alone = []
+    for number, page in enumerate(pdf_pages, start=1):
+        lines = [line for line in page.splitlines() if line.strip()]
+        if lines and title.match(lines[-1]):
+            alone.append((number, lines[-1].strip()[:60]))
+    assert not alone, f"a box title ends the page: {alone}"
