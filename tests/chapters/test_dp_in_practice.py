@@ -244,3 +244,27 @@ def test_auditor_passes_correct_count_across_seeds(tb):
                       "(n_rich - 7, n_rich + 6), np.random.default_rng(s)) for s in range(30, 35)]")
     assert max(bounds) <= 1.0
     assert min(bounds) > 0.5  # and it is not vacuous: it finds most of the true loss
+
+
+# --- what the solutions state ----------------------------------------------
+
+def test_rounding_closes_the_floating_point_holes(tb):
+    # Exercise practice-ex-rounding: rounded textbook noise no longer beats the bound;
+    # the best rule wins 1 - e^(-eps/2) / 2 = 0.6106 < 0.6225 at eps = 0.5, so with
+    # 100,000 seeded trials the 99% upper limit (about +0.004) stays under the bound.
+    upper, bound = tb.value(
+        "[float(clopper_pearson(attack_success(rounded_naive_laplace, "
+        "could_come_from_integer, 0.5, 100_000, np.random.default_rng(10)), 100_000, "
+        "0.99)[1]), float(guessing_bound(0.5))]")
+    assert upper < bound
+
+
+def test_inverted_scale_is_harmless_when_epsilon_exceeds_sensitivity(tb):
+    # Exercise practice-ex-inverted: at claim 2 the true loss is 0.5, so the 95% lower
+    # bound must stay below the claim, while at claim 0.1 (true loss 10) it is flagged.
+    harmless, harmful = tb.value(
+        "[audit_epsilon(lambda d, n, r: count_with_inverted_scale(d, n, r, epsilon=e), "
+        "is_rich, without_one_rich, 30_000, 20, (n_rich - 10, n_rich + 10), "
+        "np.random.default_rng(12)) for e in (2.0, 0.1)]")
+    assert harmless < 2.0
+    assert harmful > 0.1 * 3
