@@ -1,7 +1,8 @@
 """A reader's path: requirements.txt alone, in a fresh virtual environment.
 
 The reader installs only requirements.txt (no Sphinx, no myst-nb, no test
-tools) and runs each chapter, downloaded alone beside its data, in Jupyter.
+tools) and runs each chapter, downloaded from the built site alone beside its
+data, in Jupyter.
 We do that on the lowest and the newest Python the README supports.
 """
 
@@ -13,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import DATA_DIR, ROOT, chapter_notebooks
+from conftest import DATA_DIR, HTML_DIR, ROOT, chapter_notebooks
 
 SUPPORTED = ["3.11", "3.13"]  # the floor the README states, and the newest
 
