@@ -915,3 +915,31 @@ def test_no_code_cell_scrolls_sideways(site, browser, page):
     assert not wide, (
         f"{page}: {len(wide)} code cells scroll sideways, e.g. {wide[0]!r}"
     )
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_display_math_fits_the_page(site, browser, page):
+    """No displayed equation is clipped or scrolls at 1280 px."""
+    recorder = Visit(page)
+    context = new_context(browser, site, recorder)
+    try:
+        tab = context.new_page()
+        tab.goto(site + quote(f"{page}.html"), wait_until="load")
+        tab.evaluate(WAIT_FOR_RENDERING)
+        wide = tab.locator(
+            "#main-content mjx-container[display='true']"
+        ).evaluate_all(
+            "els => els.filter(e => { const box = e.closest('div.math, .math,"
+            " .MathJax_Display') || e.parentElement;"
+            " return e.scrollWidth > box.clientWidth + 1"
+            " || e.firstElementChild.getBoundingClientRect().right >"
+            " box.getBoundingClientRect().right + 1; })"
+            ".map(e => { const s = e.closest('section');"
+            " return (s ? s.id : '?') + ': ' + Math.round("
+            "e.firstElementChild.getBoundingClientRect().width) + ' px'; })"
+        )
+    finally:
+        context.close()
+    assert not wide, (
+        f"{page}: {len(wide)} equations too wide, e.g. {wide[0]!r}"
+    )
