@@ -1,8 +1,27 @@
 """Tests for chapters/differential-privacy.ipynb: the chapter's own functions, run in its kernel."""
+
+import csv
+import re
+
+import nbformat
+import numpy as np
 import pytest
+from conftest import CHAPTERS_DIR, DATA_DIR, chapter_kernel
 from testbook.exceptions import TestbookRuntimeError
 
-from conftest import chapter_kernel
+NOTEBOOK = CHAPTERS_DIR / "differential-privacy.ipynb"
+
+
+def chapter_cells():
+    """The chapter's cells as stored (source and metadata)."""
+    return nbformat.read(NOTEBOOK, as_version=4).cells
+
+
+def markdown_text():
+    """All Markdown of the chapter, joined."""
+    return "\n\n".join(
+        c.source for c in chapter_cells() if c.cell_type == "markdown"
+    )
 
 
 # Helpers injected into the kernel for the statistical tests. Every test seeds its own generator.
@@ -51,30 +70,44 @@ def tb():
 
 # --- input validation -------------------------------------------------------------------
 
-@pytest.mark.parametrize("args", [
-    "100, 1, 0",                      # epsilon = 0
-    "100, 1, -0.5",                   # negative epsilon
-    "100, -1, 1",                     # negative sensitivity
-    "float('nan'), 1, 1",             # non-finite value
-    "float('inf'), 1, 1",
-    "np.array([1.0, np.nan]), 1, 1",  # non-finite entry in an array
-    "100, float('nan'), 1",           # non-finite sensitivity
-    "100, float('inf'), 1",
-    "100, 1, float('nan')",           # non-finite epsilon
-    "100, 1, float('inf')",
-])
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "100, 1, 0",  # epsilon = 0
+        "100, 1, -0.5",  # negative epsilon
+        "100, -1, 1",  # negative sensitivity
+        "100, 0, 1",  # sensitivity 0: the contract is sensitivity > 0
+        "float('nan'), 1, 1",  # non-finite value
+        "float('inf'), 1, 1",
+        "np.array([1.0, np.nan]), 1, 1",  # non-finite entry in an array
+        "100, float('nan'), 1",  # non-finite sensitivity
+        "100, float('inf'), 1",
+        "100, 1, float('nan')",  # non-finite epsilon
+        "100, 1, float('inf')",
+    ],
+)
 def test_laplace_mechanism_rejects_bad_inputs(tb, args):
     with pytest.raises(TestbookRuntimeError) as info:
-        tb.inject(f"laplace_mechanism({args}, np.random.default_rng(0))", pop=True)
+        tb.inject(
+            f"laplace_mechanism({args}, np.random.default_rng(0))", pop=True
+        )
     assert info.value.eclass is ValueError
 
 
-@pytest.mark.parametrize("call, error", [
-    ("laplace_mechanism(100, 1, 1, 42)", TypeError),               # a seed, not a Generator
-    ("guessing_bound(-0.1)", ValueError),
-    ("remove_one_neighbours(health.iloc[:0])", ValueError),        # empty table
-    ("load_health('no_such_file.csv')", FileNotFoundError),
-])
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (
+            "laplace_mechanism(100, 1, 1, 42)",
+            TypeError,
+        ),  # a seed, not a Generator
+        ("guessing_bound(-0.1)", ValueError),
+        ("guessing_bound(float('nan'))", ValueError),
+        ("remove_one_neighbours(health.iloc[:0])", ValueError),  # empty table
+        ("load_health('no_such_file.csv')", FileNotFoundError),
+    ],
+)
 def test_helpers_reject_bad_input(tb, call, error):
     with pytest.raises(TestbookRuntimeError) as info:
         tb.inject(call, pop=True)
@@ -83,13 +116,26 @@ def test_helpers_reject_bad_input(tb, call, error):
 
 # --- happy paths --------------------------------------------------------------------------
 
+
 def test_laplace_mechanism_scalar_in_float_out(tb):
-    assert tb.value("type(laplace_mechanism(5, 1, 1.0, np.random.default_rng(1))).__name__") == "float"
+    assert (
+        tb.value(
+            "type(laplace_mechanism(5, 1, 1.0, np.random.default_rng(1))).__name__"
+        )
+        == "float"
+    )
 
 
 def test_laplace_mechanism_keeps_array_shape_and_draws_independent_noise(tb):
-    assert tb.value("laplace_mechanism(np.zeros((3, 4)), 1, 1.0, np.random.default_rng(1)).shape") == [3, 4]
-    assert tb.value("len(np.unique(laplace_mechanism(np.zeros(1000), 1, 1.0, np.random.default_rng(1))))") == 1000
+    assert tb.value(
+        "laplace_mechanism(np.zeros((3, 4)), 1, 1.0, np.random.default_rng(1)).shape"
+    ) == [3, 4]
+    assert (
+        tb.value(
+            "len(np.unique(laplace_mechanism(np.zeros(1000), 1, 1.0, np.random.default_rng(1))))"
+        )
+        == 1000
+    )
 
 
 def test_laplace_mechanism_is_reproducible_with_the_same_seed(tb):
@@ -98,18 +144,18 @@ def test_laplace_mechanism_is_reproducible_with_the_same_seed(tb):
     )
 
 
-def test_zero_sensitivity_adds_no_noise(tb):
-    assert tb.value("laplace_mechanism(42.0, 0, 1.0, np.random.default_rng(0))") == 42.0
-
-
 def test_noise_is_centred_on_the_true_value(tb):
     # mean of 100,000 draws with b = 2: standard error sqrt(2) * 2 / sqrt(1e5) = 0.009; allow 5 SE.
-    mean = tb.value("float(np.mean(laplace_mechanism(np.full(100_000, 50.0), 1, 0.5, np.random.default_rng(11))))")
+    mean = tb.value(
+        "float(np.mean(laplace_mechanism(np.full(100_000, 50.0), 1, 0.5, np.random.default_rng(11))))"
+    )
     assert abs(mean - 50.0) < 0.045
 
 
 def test_remove_one_neighbours_gives_one_table_per_row(tb):
-    assert tb.value("[len(t) for t in remove_one_neighbours(health)]") == [9] * 10
+    assert (
+        tb.value("[len(t) for t in remove_one_neighbours(health)]") == [9] * 10
+    )
 
 
 def test_guessing_bound_values(tb):
@@ -118,6 +164,7 @@ def test_guessing_bound_values(tb):
 
 
 # --- statistical tests of the mechanism (fixed seeds, stated tolerances) -----------------
+
 
 def test_noise_matches_laplace_with_scale_sensitivity_over_epsilon(tb):
     # KS test of 20,000 noise draws (sensitivity 2, epsilon 0.5) against Laplace(0, 4): must not reject at 1%.
@@ -137,7 +184,10 @@ def test_empirical_log_ratio_of_neighbours_stays_within_epsilon(tb):
     # Histograms of outputs for f(D) = 100 and f(D') = 101, sensitivity 1: every well-filled bin
     # must satisfy |ln ratio| <= epsilon + 4.5 standard errors.
     for epsilon in (0.5, 1.0):
-        assert tb.value(f"max_log_ratio_excess(laplace_mechanism, {epsilon})") <= 0
+        assert (
+            tb.value(f"max_log_ratio_excess(laplace_mechanism, {epsilon})")
+            <= 0
+        )
 
 
 def test_log_ratio_test_catches_mechanisms_with_too_little_noise(tb):
@@ -150,7 +200,9 @@ def test_log_ratio_test_catches_mechanisms_with_too_little_noise(tb):
 def test_threshold_attacker_respects_the_guessing_bound(tb):
     # 200,000 trials: standard error <= 0.0012; allow 4 SE above the bound.
     for epsilon in (0.1, 1.0, 3.0):
-        success = tb.value(f"threshold_attack_success({epsilon}, 200_000, np.random.default_rng(5))")
+        success = tb.value(
+            f"threshold_attack_success({epsilon}, 200_000, np.random.default_rng(5))"
+        )
         bound = tb.value(f"float(guessing_bound({epsilon}))")
         assert success <= bound + 4 * 0.0012
         assert success > 0.5  # the attacker does learn something
@@ -158,13 +210,178 @@ def test_threshold_attacker_respects_the_guessing_bound(tb):
 
 # --- the chapter's numbers ---------------------------------------------------------------
 
+
 def test_differencing_attack_reveals_kofis_row(tb):
     assert tb.value("obese_everyone - obese_without_target") == 1
-    assert tb.value("health.loc[is_target, 'Name'].tolist()") == ["Kofi Dalton"]
+    assert tb.value("health.loc[is_target, 'Name'].tolist()") == [
+        "Kofi Dalton"
+    ]
 
 
-def test_census_true_count(tb):
-    assert tb.value("true_count") == tb.value("int((adult['Age'] >= 40).sum())")
+def test_census_count_matches_an_independent_count_of_the_csv(tb):
+    # Counted here with the csv module, outside the chapter's kernel.
+    with open(DATA_DIR / "adult_with_pii.csv", newline="") as handle:
+        rows = csv.DictReader(handle)
+        independent = sum(int(row["Age"]) >= 40 for row in rows)
+    assert tb.value("true_count") == independent
+
+
+def test_released_count_is_unbiased_with_laplace_spread_one_over_epsilon(tb):
+    # 200,000 releases of the census count at epsilon = 0.5 (scale b = 2).
+    # Mean error: SE = sqrt(2) * 2 / sqrt(2e5) = 0.0063; allow 5 SE = 0.032.
+    # Mean absolute error should be b = 2: SE = 2 / sqrt(2e5) = 0.0045; allow 5 SE.
+    tb.inject("""
+count_releases = laplace_mechanism(
+    np.full(200_000, true_count), 1, 0.5, np.random.default_rng(99)
+)
+count_bias = float(np.mean(count_releases) - true_count)
+count_mad = float(np.mean(np.abs(count_releases - true_count)))
+""")
+    assert abs(tb.value("count_bias")) < 0.032
+    assert abs(tb.value("count_mad") - 2.0) < 0.0225
+
+
+def test_top_coded_capital_gain_is_called_a_top_code(tb):
+    assert tb.value("top_code") == 99_999
+    with open(DATA_DIR / "adult_with_pii.csv", newline="") as handle:
+        top_coded = sum(
+            row["Capital Gain"] == "99999" for row in csv.DictReader(handle)
+        )
+    assert tb.value("n_top_coded") == top_coded
+    # Every paragraph that quotes the value says it is the top code.
+    for cell in chapter_cells():
+        if cell.cell_type == "markdown" and "dp_max_gain" in cell.source:
+            assert "top code" in cell.source or "top-coded" in cell.source, (
+                cell.id
+            )
+    assert "census sample" not in markdown_text()
+    assert "1994 Current Population Survey" in markdown_text()
+
+
+# --- the exercises' solutions run and state what holds -------------------------------
+
+
+def test_freya_attack_beats_a_blind_guess_but_not_the_bound(tb):
+    # 10,000 trials: SE <= 0.005, so 0.05 is 10 SE on either side.
+    assert tb.value("freya_problem") == "Diabetes"
+    success, blind, bound = (
+        tb.value(name)
+        for name in ("freya_success", "freya_blind", "freya_bound")
+    )
+    assert blind == pytest.approx(1 / 5)
+    assert bound == pytest.approx(np.exp(2) / (np.exp(2) + 4))
+    assert blind + 0.05 < success < bound - 0.05
+
+
+def test_freya_second_release_does_not_depend_on_her_row(tb):
+    # The solution's reason: only the first histogram depends on Freya's problem,
+    # and changing her problem moves it by l1 distance 2 (so e^(2 eps)).
+    tb.inject("""
+freya_changed = health.copy()
+freya_changed.loc[is_freya, "Problem"] = "Obesity"
+without_changed = (
+    freya_changed.loc[~is_freya, "Problem"].value_counts().reindex(problems, fill_value=0)
+)
+everyone_changed = freya_changed["Problem"].value_counts().reindex(problems, fill_value=0)
+freya_same_without = bool((without_changed == without).all())
+freya_l1_everyone = int((everyone_changed - everyone).abs().sum())
+""")
+    assert tb.value("freya_same_without")
+    assert tb.value("freya_l1_everyone") == 2
+
+
+def test_histogram_sensitivity_solution(tb):
+    # Hand-computed: removing a row changes one cell by 1; replacing changes two cells.
+    assert tb.value("l1_removed") == 1
+    assert tb.value("l1_replaced") == 2
+
+
+def test_clipped_sum_rejects_bad_clip_and_is_unbiased_when_nothing_is_clipped(
+    tb,
+):
+    with pytest.raises(TestbookRuntimeError) as info:
+        tb.inject(
+            "dp_clipped_sum(adult['Capital Gain'], 0, 1.0, np.random.default_rng(0))",
+            pop=True,
+        )
+    assert info.value.eclass is ValueError
+    # 2,000 releases, clip 100,000 >= every value, so no bias:
+    # mean error SE = sqrt(2) * 1e5 / sqrt(2000) = 3162; allow 5 SE.
+    tb.inject("""
+clip_rng = np.random.default_rng(8)
+clip_bias = float(np.mean([
+    dp_clipped_sum(adult["Capital Gain"], 100_000, 1.0, clip_rng) for _ in range(2_000)
+]) - adult["Capital Gain"].sum())
+""")
+    assert abs(tb.value("clip_bias")) < 5 * 3162
+
+
+def test_wrong_scale_solution_measures_sqrt2_epsilon(tb):
+    # 1e6 draws per side; the log of a ratio of two tail shares has SE about 0.003.
+    assert abs(tb.value("float(np.log(ratio))") - np.sqrt(2)) < 0.02
+
+
+# --- the chapter's text holds the book's conventions ---------------------------------
+
+
+def test_floating_point_warning_where_numpy_laplace_first_appears():
+    cells = chapter_cells()
+    first = next(
+        i
+        for i, c in enumerate(cells)
+        if c.cell_type == "code" and "laplace" in c.source.lower()
+    )
+    assert cells[first].source.startswith("def laplace_mechanism(")
+    warning = cells[first - 1].source
+    assert "```{warning}" in warning
+    assert "{cite:p}`mironov2012significance`" in warning
+    assert "{doc}`dp-in-practice`" in warning
+    assert "OpenDP" in warning
+
+
+def test_neighbour_relation_is_add_remove_and_replace_costs_two_epsilon():
+    text = markdown_text()
+    definition = re.search(
+        r"```\{prf:definition\}[^\n]*\n:label: dp-def-neighbours\n(.*?)```",
+        text,
+        re.S,
+    )
+    assert definition, "dp-def-neighbours is missing"
+    body = definition.group(1)
+    assert "adding or removing" in body and "default" in body
+    assert "replace" in body and "2\\varepsilon" in body
+    assert text.count("{doc}`../notation`") == 1
+
+
+def test_guessing_theorem_is_about_neighbours_with_a_fifty_fifty_prior():
+    text = markdown_text()
+    theorem = re.search(r":label: dp-thm-guess\n(.*?)```", text, re.S).group(1)
+    assert "D_0 \\simeq D_1" in theorem
+    assert "50-50" in theorem
+    assert "\\frac{e^{\\varepsilon}}{1 + e^{\\varepsilon}}" in theorem
+
+
+def test_no_promise_that_composition_treats_approximate_dp():
+    text = markdown_text()
+    assert "chapters on composition" not in text
+    assert "later part of the book" in text
+
+
+def test_solutions_with_code_run_as_tagged_code_cells():
+    cells = chapter_cells()
+    assert not any(
+        "```python" in c.source for c in cells if c.cell_type == "markdown"
+    )
+    starts = [i for i, c in enumerate(cells) if "{solution-start}" in c.source]
+    assert len(starts) >= 4
+    for i in starts:
+        j = i + 1
+        while "{solution-end}" not in cells[j].source:
+            assert cells[j].cell_type == "code" and "solution" in cells[
+                j
+            ].metadata.get("tags", [])
+            j += 1
+        assert j > i + 1, f"solution at cell {i} has no code"
 
 
 def test_count_sensitivity_is_one_on_every_neighbour(tb):
@@ -173,4 +390,9 @@ def test_count_sensitivity_is_one_on_every_neighbour(tb):
 
 def test_simulated_relative_error_follows_theory(tb):
     # 2,000 releases per point: the median's relative spread is a few percent; allow 15%.
-    assert tb.value("float((utility['median relative error'] / utility['theory'] - 1).abs().max())") < 0.15
+    assert (
+        tb.value(
+            "float((utility['median relative error'] / utility['theory'] - 1).abs().max())"
+        )
+        < 0.15
+    )
