@@ -361,3 +361,19 @@ def test_laplace_mechanism_rejects_a_seed_for_rng(tb):
         """
     )
     assert "Generator" in tb.value("_rng_error")
+
+
+def test_binomial_standard_error_is_not_a_constant_multiple(tb):
+    # The chapter says the textbook binomial standard error errs in both directions
+    # across the education groups. Recompute it from the table the chapter shows.
+    tb.inject(
+        """
+        _q = posterior_by_group["posterior"]
+        _binomial = np.sqrt(_q * (1 - _q) / posterior_by_group["n_answers"])
+        _ratio = _binomial / posterior_by_group["std_error"]
+        _range = (float(_ratio.min()), float(_ratio.max()))
+        """
+    )
+    low, high = tb.value("list(_range)")
+    assert low < 1 < high
+    assert high / low > 2
