@@ -3,10 +3,9 @@
 The notebook is executed once (module fixture); its own functions are then called
 inside the kernel, so these tests check exactly what the book shows.
 """
+
 import pytest
-
 from conftest import chapter_kernel, value_error_message
-
 
 
 @pytest.fixture(scope="module")
@@ -16,6 +15,7 @@ def tb():
 
 
 # --- randomized_response ---------------------------------------------------------
+
 
 def test_answer_probabilities_match_the_design(tb):
     # 200,000 respondents per true answer: the standard error of each share is
@@ -60,6 +60,7 @@ def test_randomized_response_rejects_bad_input(tb, call):
 
 # --- estimate_proportion and rr_standard_error --------------------------------------
 
+
 def test_estimator_is_unbiased_at_fixed_seed(tb):
     # 2,000 surveys of 1,000 people with a true share of 0.3. The mean of the
     # estimates has standard error SE/sqrt(2000) (about 0.0006 for p = 0.5); the
@@ -87,7 +88,9 @@ def test_estimator_is_unbiased_at_fixed_seed(tb):
 def test_estimator_inverts_the_expected_share_exactly(tb):
     # With the expected answer share plugged in, the estimator returns the truth.
     # answers = 5 of 8 "yes" with p = 0.5 means lambda = 0.625, pi = (0.625 - 0.25) / 0.5.
-    value = tb.value("float(estimate_proportion([1, 1, 1, 1, 1, 0, 0, 0], 0.5))")
+    value = tb.value(
+        "float(estimate_proportion([1, 1, 1, 1, 1, 0, 0, 0], 0.5))"
+    )
     assert value == pytest.approx(0.75)
 
 
@@ -114,18 +117,31 @@ def test_estimator_rejects_bad_input(tb, call):
 
 # --- epsilon ---------------------------------------------------------------------
 
+
 def test_epsilon_of_two_fair_coins_is_ln3(tb):
-    assert tb.value("float(rr_epsilon(0.5))") == pytest.approx(1.0986122886681098)
-    assert tb.value("float(rr_epsilon(0.75))") == pytest.approx(1.9459101090932196)  # ln 7
+    assert tb.value("float(rr_epsilon(0.5))") == pytest.approx(
+        1.0986122886681098
+    )
+    assert tb.value("float(rr_epsilon(0.75))") == pytest.approx(
+        1.9459101090932196
+    )  # ln 7
 
 
 def test_p_for_epsilon_inverts_epsilon(tb):
     for eps in (0.1, 1.0, 3.0):
-        assert tb.value(f"float(rr_epsilon(rr_p_for_epsilon({eps})))") == pytest.approx(eps)
+        assert tb.value(
+            f"float(rr_epsilon(rr_p_for_epsilon({eps})))"
+        ) == pytest.approx(eps)
 
 
 @pytest.mark.parametrize(
-    "call", ["rr_epsilon(0.0)", "rr_epsilon(1.0)", "rr_p_for_epsilon(0)", "rr_p_for_epsilon(-1)"]
+    "call",
+    [
+        "rr_epsilon(0.0)",
+        "rr_epsilon(1.0)",
+        "rr_p_for_epsilon(0)",
+        "rr_p_for_epsilon(-1)",
+    ],
 )
 def test_epsilon_functions_reject_bad_input(tb, call):
     value_error_message(tb, call)
@@ -133,8 +149,11 @@ def test_epsilon_functions_reject_bad_input(tb, call):
 
 # --- posterior_bounds ---------------------------------------------------------------
 
+
 def test_posterior_bounds_worked_example(tb):
-    low, high = tb.value("[float(v) for v in posterior_bounds(0.5, np.log(3))]")
+    low, high = tb.value(
+        "[float(v) for v in posterior_bounds(0.5, np.log(3))]"
+    )
     assert low == pytest.approx(0.25)
     assert high == pytest.approx(0.75)
 
@@ -160,7 +179,9 @@ def test_posterior_bounds_ten_percent_prior(tb):
     import math
 
     expected = (math.exp(5) / 9) / (1 + math.exp(5) / 9)
-    assert tb.value("float(posterior_bounds(0.1, 5.0)[1])") == pytest.approx(expected)
+    assert tb.value("float(posterior_bounds(0.1, 5.0)[1])") == pytest.approx(
+        expected
+    )
 
 
 def test_empirical_posteriors_sit_on_the_bound(tb):
@@ -231,6 +252,7 @@ def test_posterior_bounds_rejects_bad_input(tb, call):
 
 # --- the posterior theorem and the neighbour relation --------------------------
 
+
 def test_randomized_response_odds_ratio_is_exactly_e_eps(tb):
     # Bayes' rule by hand from the design probabilities of the chapter's p = 1/2:
     # P(yes | yes) = 3/4, P(yes | no) = 1/4. The posterior odds after "yes" divided
@@ -243,7 +265,9 @@ def test_randomized_response_odds_ratio_is_exactly_e_eps(tb):
         posterior = 0.75 * prior / (0.75 * prior + 0.25 * (1 - prior))
         ratio = (posterior / (1 - posterior)) / (prior / (1 - prior))
         assert ratio == pytest.approx(math.exp(eps))
-        high = tb.value(f"float(posterior_bounds({prior}, rr_epsilon(0.5))[1])")
+        high = tb.value(
+            f"float(posterior_bounds({prior}, rr_epsilon(0.5))[1])"
+        )
         assert high == pytest.approx(posterior)
 
 
@@ -320,11 +344,14 @@ def test_rare_prior_solution_epsilons(tb):
     import math
 
     assert tb.value("float(largest_eps_local)") == pytest.approx(math.log(11))
-    assert tb.value("float(largest_eps_value)") == pytest.approx(math.log(11) / 2)
+    assert tb.value("float(largest_eps_value)") == pytest.approx(
+        math.log(11) / 2
+    )
     assert tb.value("float(p_needed)") == pytest.approx(5 / 6)
 
 
 # --- laplace_mechanism -------------------------------------------------------------
+
 
 def test_laplace_mechanism_noise_scale(tb):
     # 100,000 draws; the sample std of Laplace(1/eps) noise is within 2% of sqrt(2)/eps.
@@ -334,7 +361,9 @@ def test_laplace_mechanism_noise_scale(tb):
         """
     )
     assert tb.value("float(_draws.mean())") == pytest.approx(1000, abs=0.05)
-    assert tb.value("float(_draws.std())") == pytest.approx(2**0.5 / 0.5, rel=0.02)
+    assert tb.value("float(_draws.std())") == pytest.approx(
+        2**0.5 / 0.5, rel=0.02
+    )
 
 
 @pytest.mark.parametrize(
