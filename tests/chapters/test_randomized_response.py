@@ -406,3 +406,30 @@ def test_binomial_standard_error_is_not_a_constant_multiple(tb):
     low, high = tb.value("list(_range)")
     assert low < 1 < high
     assert high / low > 2
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "rr_p_for_epsilon(np.inf)",
+        "rr_p_for_epsilon(np.nan)",
+        "posterior_bounds(0.5, np.inf)",
+        "posterior_bounds(0.5, np.nan)",
+        "count_errors(0.0, 5, rng)",
+    ],
+)
+def test_epsilon_must_be_positive_and_finite(tb, call):
+    value_error_message(tb, call)
+
+
+def test_randomized_response_rejects_a_seed_for_rng(tb):
+    tb.inject(
+        """
+        try:
+            randomized_response([True, False], 0.5, 42)
+            _rr_rng_error = None
+        except TypeError as _error:
+            _rr_rng_error = str(_error)
+        """
+    )
+    assert "Generator" in tb.value("_rr_rng_error")
