@@ -3,10 +3,9 @@
 The notebook is executed once (module fixture); its own functions are then called
 inside the kernel, so these tests check exactly what the book shows.
 """
+
 import pytest
-
 from conftest import chapter_kernel, value_error_message
-
 
 
 @pytest.fixture(scope="module")
@@ -16,6 +15,7 @@ def tb():
 
 
 # --- randomized_response ---------------------------------------------------------
+
 
 def test_answer_probabilities_match_the_design(tb):
     # 200,000 respondents per true answer: the standard error of each share is
@@ -60,6 +60,7 @@ def test_randomized_response_rejects_bad_input(tb, call):
 
 # --- estimate_proportion and rr_standard_error --------------------------------------
 
+
 def test_estimator_is_unbiased_at_fixed_seed(tb):
     # 2,000 surveys of 1,000 people with a true share of 0.3. The mean of the
     # estimates has standard error SE/sqrt(2000) (about 0.0006 for p = 0.5); the
@@ -87,7 +88,9 @@ def test_estimator_is_unbiased_at_fixed_seed(tb):
 def test_estimator_inverts_the_expected_share_exactly(tb):
     # With the expected answer share plugged in, the estimator returns the truth.
     # answers = 5 of 8 "yes" with p = 0.5 means lambda = 0.625, pi = (0.625 - 0.25) / 0.5.
-    value = tb.value("float(estimate_proportion([1, 1, 1, 1, 1, 0, 0, 0], 0.5))")
+    value = tb.value(
+        "float(estimate_proportion([1, 1, 1, 1, 1, 0, 0, 0], 0.5))"
+    )
     assert value == pytest.approx(0.75)
 
 
@@ -114,18 +117,31 @@ def test_estimator_rejects_bad_input(tb, call):
 
 # --- epsilon ---------------------------------------------------------------------
 
+
 def test_epsilon_of_two_fair_coins_is_ln3(tb):
-    assert tb.value("float(rr_epsilon(0.5))") == pytest.approx(1.0986122886681098)
-    assert tb.value("float(rr_epsilon(0.75))") == pytest.approx(1.9459101090932196)  # ln 7
+    assert tb.value("float(rr_epsilon(0.5))") == pytest.approx(
+        1.0986122886681098
+    )
+    assert tb.value("float(rr_epsilon(0.75))") == pytest.approx(
+        1.9459101090932196
+    )  # ln 7
 
 
 def test_p_for_epsilon_inverts_epsilon(tb):
     for eps in (0.1, 1.0, 3.0):
-        assert tb.value(f"float(rr_epsilon(rr_p_for_epsilon({eps})))") == pytest.approx(eps)
+        assert tb.value(
+            f"float(rr_epsilon(rr_p_for_epsilon({eps})))"
+        ) == pytest.approx(eps)
 
 
 @pytest.mark.parametrize(
-    "call", ["rr_epsilon(0.0)", "rr_epsilon(1.0)", "rr_p_for_epsilon(0)", "rr_p_for_epsilon(-1)"]
+    "call",
+    [
+        "rr_epsilon(0.0)",
+        "rr_epsilon(1.0)",
+        "rr_p_for_epsilon(0)",
+        "rr_p_for_epsilon(-1)",
+    ],
 )
 def test_epsilon_functions_reject_bad_input(tb, call):
     value_error_message(tb, call)
@@ -133,8 +149,11 @@ def test_epsilon_functions_reject_bad_input(tb, call):
 
 # --- posterior_bounds ---------------------------------------------------------------
 
+
 def test_posterior_bounds_worked_example(tb):
-    low, high = tb.value("[float(v) for v in posterior_bounds(0.5, np.log(3))]")
+    low, high = tb.value(
+        "[float(v) for v in posterior_bounds(0.5, np.log(3))]"
+    )
     assert low == pytest.approx(0.25)
     assert high == pytest.approx(0.75)
 
@@ -160,7 +179,9 @@ def test_posterior_bounds_ten_percent_prior(tb):
     import math
 
     expected = (math.exp(5) / 9) / (1 + math.exp(5) / 9)
-    assert tb.value("float(posterior_bounds(0.1, 5.0)[1])") == pytest.approx(expected)
+    assert tb.value("float(posterior_bounds(0.1, 5.0)[1])") == pytest.approx(
+        expected
+    )
 
 
 def test_empirical_posteriors_sit_on_the_bound(tb):
@@ -229,19 +250,186 @@ def test_posterior_bounds_rejects_bad_input(tb, call):
     value_error_message(tb, call)
 
 
-# --- laplace_count ---------------------------------------------------------------
+# --- the posterior theorem and the neighbour relation --------------------------
 
-def test_laplace_count_noise_scale(tb):
+
+def test_randomized_response_odds_ratio_is_exactly_e_eps(tb):
+    # Bayes' rule by hand from the design probabilities of the chapter's p = 1/2:
+    # P(yes | yes) = 3/4, P(yes | no) = 1/4. The posterior odds after "yes" divided
+    # by the prior odds must equal e^eps = 3 for every prior (the theorem's bound
+    # is attained, not just respected), and posterior_bounds must give that posterior.
+    import math
+
+    eps = tb.value("float(rr_epsilon(0.5))")
+    for prior in (0.01, 0.241, 0.5, 0.9):
+        posterior = 0.75 * prior / (0.75 * prior + 0.25 * (1 - prior))
+        ratio = (posterior / (1 - posterior)) / (prior / (1 - prior))
+        assert ratio == pytest.approx(math.exp(eps))
+        high = tb.value(
+            f"float(posterior_bounds({prior}, rr_epsilon(0.5))[1])"
+        )
+        assert high == pytest.approx(posterior)
+
+
+def test_simulated_answers_move_the_odds_by_e_eps(tb):
+    # Empirical likelihood ratio of the chapter's randomized_response at p = 1/2 over
+    # 400,000 answers per true value: each share has standard error below 0.001, so
+    # the ratio 0.75 / 0.25 is known to within about 2%; 5% is a wide margin.
+    tb.inject(
+        """
+        _rng = np.random.default_rng(12)
+        _yes = randomized_response(np.ones(400_000, dtype=bool), 0.5, _rng).mean()
+        _no = randomized_response(np.zeros(400_000, dtype=bool), 0.5, _rng).mean()
+        _ratios = (float(_yes / _no), float((1 - _no) / (1 - _yes)))
+        """
+    )
+    for ratio in tb.value("list(_ratios)"):
+        assert ratio == pytest.approx(3, rel=0.05)
+
+
+def test_add_remove_laplace_pair_moves_value_odds_beyond_e_eps(tb):
+    # The chapter's central example: two Laplace counts (high earners, others), scale
+    # 1/eps, eps = ln 3. Recompute the log density ratio by hand from the Laplace
+    # density for the chapter's own releases. Changing Alice's value must move the
+    # odds by more than e^eps on some releases and never by more than e^(2 eps);
+    # adding/removing her (the book's neighbours) never by more than e^eps.
+    tb.inject(
+        """
+        _b = 1 / epsilon_central
+        _logpdf = lambda x, mu: -np.abs(x - mu).sum(axis=-1) / _b
+        _value = _logpdf(releases, counts_alice_yes) - _logpdf(releases, counts_alice_no)
+        _presence = (_logpdf(releases, counts_alice_yes)
+                     - _logpdf(releases, counts_alice_out))
+        _facts = dict(
+            eps=float(epsilon_central),
+            value_max=float(_value.max()),
+            value_min=float(_value.min()),
+            presence_max=float(np.abs(_presence).max()),
+            share_at_2eps=float((_value > 2 * epsilon_central - 1e-9).mean()),
+            n=int(len(releases)),
+            chapter_agrees=bool(np.allclose(_value, value_log_ratio)),
+        )
+        """
+    )
+    facts = tb.value("_facts")
+    eps = facts["eps"]
+    assert facts["chapter_agrees"]
+    assert facts["value_max"] > eps + 0.5  # well beyond e^eps ...
+    assert facts["value_max"] <= 2 * eps + 1e-9  # ... but within e^(2 eps)
+    assert facts["value_min"] >= -2 * eps - 1e-9
+    assert facts["presence_max"] <= eps + 1e-9
+    # Both noises on the far side: probability exactly 1/4. With 20,000 releases the
+    # share has standard error 0.003; 0.015 is five of those.
+    assert facts["share_at_2eps"] == pytest.approx(0.25, abs=0.015)
+    # The glued posterior bound for 2 eps at a 50% prior is e^(2 eps) / (1 + e^(2 eps)).
+    assert tb.value("float(add_remove_bound)") == pytest.approx(0.9)
+    assert tb.value("float(central_posterior.max())") <= 0.9 + 1e-9
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "laplace_log_likelihood_ratio([[1.0, 2.0]], [1, 2], [1, 2], 0.0)",
+        "laplace_log_likelihood_ratio([[1.0, 2.0]], [1, 2], [1, 2], -1.0)",
+        "laplace_log_likelihood_ratio([[1.0, 2.0]], [1, 2], [1, 2, 3], 1.0)",
+        "laplace_log_likelihood_ratio([[1.0, 2.0, 3.0]], [1, 2], [1, 2], 1.0)",
+    ],
+)
+def test_laplace_log_likelihood_ratio_rejects_bad_input(tb, call):
+    value_error_message(tb, call)
+
+
+def test_rare_prior_solution_epsilons(tb):
+    # Hand computation: odds factor (0.1/0.9)/(0.01/0.99) = 11.
+    import math
+
+    assert tb.value("float(largest_eps_local)") == pytest.approx(math.log(11))
+    assert tb.value("float(largest_eps_value)") == pytest.approx(
+        math.log(11) / 2
+    )
+    assert tb.value("float(p_needed)") == pytest.approx(5 / 6)
+
+
+# --- laplace_mechanism -------------------------------------------------------------
+
+
+def test_laplace_mechanism_noise_scale(tb):
     # 100,000 draws; the sample std of Laplace(1/eps) noise is within 2% of sqrt(2)/eps.
     tb.inject(
         """
-        _draws = laplace_count(1000, 0.5, np.random.default_rng(3), size=100_000)
+        _draws = laplace_mechanism(np.full(100_000, 1000), 1, 0.5, np.random.default_rng(3))
         """
     )
     assert tb.value("float(_draws.mean())") == pytest.approx(1000, abs=0.05)
-    assert tb.value("float(_draws.std())") == pytest.approx(2**0.5 / 0.5, rel=0.02)
+    assert tb.value("float(_draws.std())") == pytest.approx(
+        2**0.5 / 0.5, rel=0.02
+    )
 
 
-@pytest.mark.parametrize("call", ["laplace_count(10, 0, rng)", "laplace_count(10, -0.5, rng)"])
-def test_laplace_count_rejects_bad_epsilon(tb, call):
+@pytest.mark.parametrize(
+    "call",
+    [
+        "laplace_mechanism(10, 1, 0, rng)",
+        "laplace_mechanism(10, 1, -0.5, rng)",
+        "laplace_mechanism(10, 0, 1.0, rng)",
+        "laplace_mechanism(np.nan, 1, 1.0, rng)",
+    ],
+)
+def test_laplace_mechanism_rejects_bad_input(tb, call):
     value_error_message(tb, call)
+
+
+def test_laplace_mechanism_rejects_a_seed_for_rng(tb):
+    tb.inject(
+        """
+        try:
+            laplace_mechanism(10, 1, 1.0, 42)
+            _rng_error = None
+        except TypeError as _error:
+            _rng_error = str(_error)
+        """
+    )
+    assert "Generator" in tb.value("_rng_error")
+
+
+def test_binomial_standard_error_is_not_a_constant_multiple(tb):
+    # The chapter says the textbook binomial standard error errs in both directions
+    # across the education groups. Recompute it from the table the chapter shows.
+    tb.inject(
+        """
+        _q = posterior_by_group["posterior"]
+        _binomial = np.sqrt(_q * (1 - _q) / posterior_by_group["n_answers"])
+        _ratio = _binomial / posterior_by_group["std_error"]
+        _range = (float(_ratio.min()), float(_ratio.max()))
+        """
+    )
+    low, high = tb.value("list(_range)")
+    assert low < 1 < high
+    assert high / low > 2
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "rr_p_for_epsilon(np.inf)",
+        "rr_p_for_epsilon(np.nan)",
+        "posterior_bounds(0.5, np.inf)",
+        "posterior_bounds(0.5, np.nan)",
+        "count_errors(0.0, 5, rng)",
+    ],
+)
+def test_epsilon_must_be_positive_and_finite(tb, call):
+    value_error_message(tb, call)
+
+
+def test_randomized_response_rejects_a_seed_for_rng(tb):
+    tb.inject(
+        """
+        try:
+            randomized_response([True, False], 0.5, 42)
+            _rr_rng_error = None
+        except TypeError as _error:
+            _rr_rng_error = str(_error)
+        """
+    )
+    assert "Generator" in tb.value("_rr_rng_error")
