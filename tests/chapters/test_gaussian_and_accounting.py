@@ -1,0 +1,160 @@
+"""Tests for chapters/gaussian-and-accounting.ipynb: the Gaussian mechanism
+and its accountants, checked against the exact privacy curve, against
+Google's dp-accounting called directly, and by simulation."""
+
+import dp_accounting
+import numpy as np
+import pytest
+from conftest import chapter_kernel
+from dp_accounting import pld, rdp
+from scipy.stats import norm
+
+
+@pytest.fixture(scope="module")
+def ch():
+    with chapter_kernel("gaussian-and-accounting") as chapter:
+        yield chapter
+
+
+@pytest.mark.parametrize("epsilon", [0.05, 0.5, 1.0, 3.0, 10.0, 30.0])
+@pytest.mark.parametrize("delta", [1e-3, 1e-6, 1e-10])
+@pytest.mark.parametrize("sensitivity", [1.0, 4.0])
+def test_analytic_sigma_meets_the_exact_condition(
+    ch, epsilon, delta, sensitivity
+):
+    sigma = ch["analytic_gaussian_sigma"](epsilon, delta, sensitivity)
+    # Independent evaluation of Balle and Wang's Theorem 8.
+    a, b = sensitivity / (2 * sigma), epsilon * sigma / sensitivity
+    exact = norm.cdf(a - b) - np.exp(epsilon) * norm.cdf(-a - b)
+    assert abs(exact - delta) <= 1e-9 * max(delta, 1e-3)
+    # ... and it is the smallest such sigma: 0.1% less noise breaks it.
+    assert ch["gaussian_delta"](sigma * 0.999, epsilon, sensitivity) > delta
+
+
+def test_exact_delta_matches_the_privacy_loss_by_simulation(ch):
+    # delta(eps) = E[(1 - e^(eps - L))_+] with L ~ N(mu, 2 mu), mu = 1/(2 s^2).
+    sigma, epsilon = 1.5, 0.8
+    mu = 1 / (2 * sigma**2)
+    loss = np.random.default_rng(1).normal(mu, np.sqrt(2 * mu), 2_000_000)
+    simulated = np.mean(np.clip(1 - np.exp(epsilon - loss), 0, None))
+    # Standard error of the mean is below 2e-4 here; 1e-3 is five of them.
+    assert abs(simulated - ch["gaussian_delta"](sigma, epsilon, 1.0)) < 1e-3
+
+
+def test_classical_sigma_keeps_its_promise_below_one_and_breaks_late(ch):
+    for epsilon in [0.1, 0.5, 0.99]:
+        sigma = ch["classical_gaussian_sigma"](epsilon, 1e-5, 1.0)
+        assert ch["gaussian_delta"](sigma, epsilon, 1.0) <= 1e-5
+    breaks = ch["classical_breaks_at"]
+    assert 8 < breaks < 9  # the value the prose states (glued)
+    sigma = ch["classical_gaussian_sigma"](breaks + 0.5, 1e-5, 1.0)
+    assert ch["gaussian_delta"](sigma, breaks + 0.5, 1.0) > 1e-5
+
+
+def test_gaussian_mechanism_has_the_stated_sigma(ch):
+    rng = np.random.default_rng(7)
+    sigma = ch["analytic_gaussian_sigma"](0.7, 1e-6, 2.0)
+    draws = ch["gaussian_mechanism"](
+        np.full(400_000, 5.0), 2.0, 0.7, 1e-6, rng
+    )
+    # Relative standard error of a sample sd is 1/sqrt(2n) ~ 0.0011.
+    assert abs(draws.mean() - 5.0) < 5 * sigma / np.sqrt(400_000)
+    assert abs(draws.std() / sigma - 1) < 0.006
+
+
+def test_book_rdp_curve_agrees_with_dp_accounting_at_its_orders(ch):
+    orders = ch["orders"]
+    for sigma, k in [(0.8, 1), (3.0, 40), (20.0, 1000)]:
+        library = rdp.RdpAccountant(orders)
+        library.compose(dp_accounting.GaussianDpEvent(sigma), k)
+        ours = k * ch["gaussian_rdp"](orders, sigma)
+        np.testing.assert_allclose(library.rdp, ours, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("sigma, k", [(1.0, 1), (5.0, 50), (20.0, 1000)])
+def test_book_epsilon_is_never_below_the_librarys(ch, sigma, k):
+    delta = 1e-5
+    orders = ch["orders"]
+    ours = ch["rdp_epsilon"](
+        orders, k * ch["gaussian_rdp"](orders, sigma), delta
+    )
+    library = rdp.RdpAccountant(orders)
+    library.compose(dp_accounting.GaussianDpEvent(sigma), k)
+    by_pld = pld.PLDAccountant()
+    by_pld.compose(dp_accounting.GaussianDpEvent(sigma), k)
+    exact = ch["gaussian_epsilon"](sigma / np.sqrt(k), delta)
+    assert (
+        ours >= library.get_epsilon(delta) >= by_pld.get_epsilon(delta) - 1e-9
+    )
+    # PLD is a numerical upper bound on the exact curve, and close to it.
+    assert by_pld.get_epsilon(delta) >= exact - 1e-6
+    assert by_pld.get_epsilon(delta) < exact * 1.01 + 1e-3
+
+
+def test_zcdp_conversion_upper_bounds_the_exact_epsilon(ch):
+    for sigma, k in [(1.0, 1), (5.0, 50), (20.0, 1000)]:
+        rho = k / (2 * sigma**2)
+        exact = ch["gaussian_epsilon"](sigma / np.sqrt(k), 1e-5)
+        assert ch["zcdp_epsilon"](rho, 1e-5) >= exact
+
+
+def test_advanced_composition_full_formula(ch):
+    eps, k, dp_ = 0.1, 100, 1e-6
+    expected = np.sqrt(2 * k * np.log(1 / dp_)) * eps + k * eps * (
+        np.exp(eps) - 1
+    )
+    assert ch["advanced_composition_epsilon"](eps, k, dp_) == pytest.approx(
+        expected
+    )
+
+
+def test_record_release_delta_is_one_over_n_plus_one(ch):
+    for n in [1, 10, 32_561]:
+        assert ch["worst_case_shift_one_record"](n) == pytest.approx(
+            1 / (n + 1)
+        )
+
+
+def test_census_release_sensitivities_and_gaussian_advantage(ch):
+    # Each person is in exactly one cell of each of the histograms.
+    assert ch["histograms"].groupby(level=0).sum().eq(ch["n_people"]).all()
+    d = ch["n_histograms"]
+    assert d == 13 and ch["l1"] == d and ch["l2"] == pytest.approx(np.sqrt(d))
+    measured = ch["measured"]
+    assert measured.iloc[1] < measured.iloc[0]
+    # Laplace RMSE is sqrt(2) * 13; thousands of draws estimate it within 2%.
+    assert measured.iloc[0] == pytest.approx(np.sqrt(2) * d, rel=0.02)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "analytic_gaussian_sigma(0, 1e-5, 1)",
+        "analytic_gaussian_sigma(-1, 1e-5, 1)",
+        "analytic_gaussian_sigma(1, 0, 1)",
+        "analytic_gaussian_sigma(1, 1, 1)",
+        "analytic_gaussian_sigma(1, 1.5, 1)",
+        "analytic_gaussian_sigma(1, 1e-5, 0)",
+        "analytic_gaussian_sigma(1, 1e-5, float('inf'))",
+        "classical_gaussian_sigma(1, -1e-5, 1)",
+        "gaussian_delta(0, 1, 1)",
+        "gaussian_mechanism(1.0, 1, 1, 1e-5, np.random.default_rng(0))"
+        " if False else gaussian_mechanism(float('nan'), 1, 1, 1e-5,"
+        " np.random.default_rng(0))",
+    ],
+)
+def test_bad_input_is_rejected(ch, call):
+    with pytest.raises(ValueError):
+        ch.value(call)
+
+
+def test_mechanism_wants_a_generator(ch):
+    with pytest.raises(TypeError):
+        ch.value("gaussian_mechanism(1.0, 1, 1, 1e-5, 42)")
+
+
+def test_gaussian_wins_exactly_from_the_stated_d(ch):
+    d = ch["gaussian_wins_from"]
+    sigma = ch["analytic_gaussian_sigma"]
+    assert sigma(1.0, 1e-6, np.sqrt(d)) < np.sqrt(2) * d
+    assert sigma(1.0, 1e-6, np.sqrt(d - 1)) >= np.sqrt(2) * (d - 1)
