@@ -446,3 +446,19 @@ def test_loose_bounds_solution_is_worse(tb):
     # each RMSE accurate to a few percent.
     ratio = tb.value("loose_rmse[200] / loose_rmse[90]")
     assert 1.5 < ratio < 200 / 90
+
+
+def test_averaging_attack_rates_match_theory(tb):
+    # Secret 0 or 1 with equal chance, 1,000 trials. One answer at eps = 0.1:
+    # the guess is right with probability 1 - exp(-0.05) / 2 = 0.524 (the
+    # Laplace noise of scale 10 must not cross 0.5 the wrong way); the
+    # standard error over 1,000 trials is 0.016, so we allow 0.06 (almost 4
+    # se). With 10,000 answers the average has sd 0.014: the attacker is
+    # right in essentially every trial.
+    import math
+    one_answer = 1 - math.exp(-0.05) / 2
+    assert abs(tb.value("attack_rate[1]") - one_answer) < 0.06
+    assert tb.value("attack_rate[n_queries]") > 0.99
+    # More answers never help less, on average: 100 beat 1 by far more than
+    # the sampling error.
+    assert tb.value("attack_rate[100]") > tb.value("attack_rate[1]") + 0.03
