@@ -453,12 +453,12 @@ def test_averaging_attack_rates_match_theory(tb):
     # the guess is right with probability 1 - exp(-0.05) / 2 = 0.524 (the
     # Laplace noise of scale 10 must not cross 0.5 the wrong way); the
     # standard error over 1,000 trials is 0.016, so we allow 0.06 (almost 4
-    # se). With 10,000 answers the average has sd 0.014: the attacker is
-    # right in essentially every trial.
+    # se). With 10,000 answers the average has sd sqrt(2) * 10 / 100 = 0.14,
+    # so a wrong guess needs a 3.5 sd deviation: right in about 99.98%.
     import math
     one_answer = 1 - math.exp(-0.05) / 2
     assert abs(tb.value("attack_rate[1]") - one_answer) < 0.06
     assert tb.value("attack_rate[n_queries]") > 0.99
-    # More answers never help less, on average: 100 beat 1 by far more than
-    # the sampling error.
+    # With 100 answers (sd 1.41) theory gives 0.638, 0.11 above one answer;
+    # the difference has standard error 0.022, so a gap of 0.03 is safe.
     assert tb.value("attack_rate[100]") > tb.value("attack_rate[1]") + 0.03
