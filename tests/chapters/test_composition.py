@@ -462,3 +462,25 @@ def test_averaging_attack_rates_match_theory(tb):
     # With 100 answers (sd 1.41) theory gives 0.638, 0.11 above one answer;
     # the difference has standard error 0.022, so a gap of 0.03 is safe.
     assert tb.value("attack_rate[100]") > tb.value("attack_rate[1]") + 0.03
+
+
+@pytest.mark.parametrize("request_code", [
+    "private_count(adult, adult['Age'] >= 65, 0.5, acc, 'old', 42)",
+    "private_count(adult, [True], 0.5, acc, 'old', test_rng)",
+    "dp_counts(adult, ['Education'], education_domain, 0.5, acc, 'hist', 42)",
+    "dp_counts(adult, ['Nope'], education_domain, 0.5, acc, 'hist', test_rng)",
+])
+def test_bad_request_costs_no_budget(tb, request_code):
+    # A request rejected for bad input (a seed instead of a Generator, a
+    # mask of the wrong length, an unknown column) must fail before the
+    # accountant is charged.
+    tb.inject(f"""
+        acc = PrivacyAccountant(1.0)
+        try:
+            {request_code}
+            rejected = None
+        except (TypeError, ValueError) as err:
+            rejected = type(err).__name__
+    """, pop=True)
+    assert tb.value("rejected") in ("TypeError", "ValueError")
+    assert tb.value("acc.releases") == []
