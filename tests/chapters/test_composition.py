@@ -41,6 +41,20 @@ def test_laplace_scalar_returns_float(tb):
     assert tb.value("type(laplace_mechanism(3, 1, 1.0, test_rng)).__name__") == "float"
 
 
+@pytest.mark.parametrize("mechanism", ["laplace_mechanism", "geometric_mechanism"])
+def test_mechanisms_reject_a_seed_instead_of_a_generator(tb, mechanism):
+    # A bare seed would make the draws irreproducible and the seeding of the
+    # chapter pointless; the mechanisms insist on a numpy Generator.
+    tb.inject(f"""
+        try:
+            {mechanism}(5, 1, 1.0, 42)
+            caught = "no error"
+        except TypeError as err:
+            caught = str(err)
+    """, pop=True)
+    assert "Generator" in tb.value("caught")
+
+
 @pytest.mark.parametrize("call, fragment", [
     ("laplace_mechanism(1, 1, 0, test_rng)", "epsilon"),
     ("laplace_mechanism(1, 1, -1, test_rng)", "epsilon"),
@@ -54,8 +68,69 @@ def test_laplace_rejects_bad_input(tb, call, fragment):
 
 # ---------- privacy accountant ----------
 
-def test_budget_exceeded_error_is_value_error(tb):
-    assert tb.value("issubclass(BudgetExceededError, ValueError)")
+def test_refusal_tells_the_reader_what_was_asked_and_what_is_left(tb):
+    # What a reader sees when the budget runs out: which release was
+    # refused, the epsilon it asked for, and what is left of which budget.
+    # assert_value_error also checks that the refusal is a ValueError, so
+    # code that guards against bad input catches it too.
+    tb.inject("""
+        acc = PrivacyAccountant(2.0)
+        acc.charge(1.75, "first table")
+    """, pop=True)
+    message = value_error_message(tb, "acc.charge(0.5, 'second table')")
+    assert "'second table'" in message
+    assert "epsilon = 0.5" in message
+    assert "only 0.25 of the budget 2 is left" in message
+    assert tb.value("acc.remaining") == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("request_code", [
+    "private_count(adult, adult['Age'] >= 65, 0.5, acc, 'old', test_rng)",
+    "dp_counts(adult, ['Education'], education_domain, 0.5, acc, 'hist', test_rng)",
+])
+def test_refused_request_releases_nothing(tb, request_code):
+    # Finding 14: the accountant must refuse BEFORE anything is released.
+    # An over-budget request raises, draws no noise (the generator's state is
+    # unchanged, so no noisy value can have been computed), and leaves the
+    # ledger and the remaining budget as they were.
+    tb.inject(f"""
+        acc = PrivacyAccountant(1.0)
+        acc.charge(0.75, "earlier release")
+        state_before = test_rng.bit_generator.state
+        remaining_before = acc.remaining
+        try:
+            released = {request_code}
+        except BudgetExceededError as err:
+            released, refusal = None, str(err)
+        rng_unchanged = test_rng.bit_generator.state == state_before
+    """, pop=True)
+    assert tb.value("released is None")
+    assert "Refused" in tb.value("refusal")
+    assert tb.value("rng_unchanged") is True
+    assert tb.value("acc.remaining") == tb.value("remaining_before")
+    assert tb.value("[list(r) for r in acc.releases]") == [["earlier release", 0.75]]
+
+
+def test_accepted_request_is_charged_before_noise_is_drawn(tb):
+    # Record the order of events: the ledger entry must exist when the
+    # mechanism is called (charge first, release after).
+    tb.inject("""
+        acc = PrivacyAccountant(1.0)
+        original_laplace = laplace_mechanism
+        ledger_at_release = []
+
+        def laplace_mechanism(value, sensitivity, epsilon, rng):
+            ledger_at_release.append(len(acc.releases))
+            return original_laplace(value, sensitivity, epsilon, rng)
+
+        try:
+            private_count(adult, adult["Age"] >= 65, 0.25, acc, "old", test_rng)
+            dp_counts(adult, ["Education"], education_domain, 0.25, acc,
+                      "hist", test_rng)
+        finally:
+            laplace_mechanism = original_laplace
+    """, pop=True)
+    assert tb.value("ledger_at_release") == [1, 2]
 
 
 @pytest.mark.parametrize("budget", ["-1", "-0.001", "float('nan')", "float('inf')"])
@@ -152,7 +227,8 @@ def test_private_count_charges_accountant(tb):
 def test_dp_counts_keeps_public_domain(tb):
     tb.inject("""
         dom = pd.Index(EDUCATION_LEVELS + ["Unknown-level"], name="Education")
-        noisy_counts = dp_counts(adult, ["Education"], dom, 1.0, test_rng)
+        noisy_counts = dp_counts(adult, ["Education"], dom, 1.0,
+                                 PrivacyAccountant(1.0), "hist", test_rng)
         true_counts = adult["Education"].value_counts().reindex(dom, fill_value=0)
     """, pop=True)
     assert tb.value("list(noisy_counts.index)") == tb.value("list(dom)")
@@ -163,17 +239,29 @@ def test_dp_counts_keeps_public_domain(tb):
 
 
 def test_dp_counts_contingency_table_shape(tb):
-    assert tb.value("len(dp_counts(adult, ['Education', 'Target'], table_domain, 1.0, "
-                    "test_rng))") == 32
+    tb.inject("""
+        acc = PrivacyAccountant(1.0)
+        cross = dp_counts(adult, ['Education', 'Target'], table_domain, 1.0,
+                          acc, 'table', test_rng)
+    """, pop=True)
+    assert tb.value("len(cross)") == 32
+    # Parallel composition: the 32 disjoint cells cost one epsilon in all.
+    assert tb.value("acc.spent") == pytest.approx(1.0)
 
 
-def test_dp_counts_rejects_bad_input(tb):
-    assert_value_error(tb, "dp_counts(adult, ['Nope'], education_domain, 1.0, test_rng)",
-                       "Unknown column")
-    assert_value_error(tb, "dp_counts(adult, ['Education'], pd.Index([]), 1.0, test_rng)",
-                       "domain")
-    assert_value_error(tb, "dp_counts(adult, ['Education'], education_domain, 0, test_rng)",
-                       "epsilon")
+def test_dp_counts_rejects_bad_input_without_charging(tb):
+    tb.inject("acc = PrivacyAccountant(1.0)", pop=True)
+    assert_value_error(
+        tb, "dp_counts(adult, ['Nope'], education_domain, 1.0, acc, 'h', test_rng)",
+        "Unknown column")
+    assert_value_error(
+        tb, "dp_counts(adult, ['Education'], pd.Index([]), 1.0, acc, 'h', test_rng)",
+        "domain")
+    assert_value_error(
+        tb, "dp_counts(adult, ['Education'], education_domain, 0, acc, 'h', test_rng)",
+        "epsilon")
+    # A request rejected for bad input costs nothing.
+    assert tb.value("acc.spent") == 0
 
 
 # ---------- sensitivity and clipped means ----------
@@ -297,3 +385,102 @@ def test_rounded_laplace_pmf_sums_to_one_and_is_dp(tb):
     worst = tb.value("""float(np.abs(np.log(rounded_laplace_pmf(np.arange(-30, 41) - 10, 1.0)
                          / rounded_laplace_pmf(np.arange(-30, 41) - 11, 1.0))).max())""")
     assert worst <= 1.0 + 1e-9
+
+
+# ---------- advanced composition ----------
+
+def test_advanced_composition_hand_computed(tb):
+    # k = 100, epsilon = 0.1, delta' = 1e-6, by hand:
+    # sqrt(2 * 100 * ln(1e6)) * 0.1 = sqrt(2763.10) * 0.1 = 5.2565
+    # 100 * 0.1 * (e^0.1 - 1) = 10 * 0.105171 = 1.0517;  total 6.3082.
+    value = tb.value("float(advanced_composition_epsilon(0.1, 100, 1e-6))")
+    assert value == pytest.approx(6.3082, abs=1e-3)
+    # The k eps (e^eps - 1) term is in: without it the bound would be 5.2565.
+    assert value > 5.26
+
+
+@pytest.mark.parametrize("epsilon", [0.01, 0.1, 0.3, 0.6])
+def test_advanced_beats_basic_exactly_past_the_crossover(tb, epsilon):
+    # eps' < k eps  <=>  k > 2 ln(1/delta') / (2 - e^eps)^2 (for eps < ln 2).
+    import math
+    threshold = 2 * math.log(1e6) / (2 - math.exp(epsilon)) ** 2
+    below, above = math.floor(threshold), math.floor(threshold) + 1
+    wins = tb.value(f"""[bool(advanced_composition_epsilon({epsilon}, k, 1e-6)
+                          < k * {epsilon}) for k in ({below}, {above})]""")
+    assert wins == [False, True]
+
+
+@pytest.mark.parametrize("epsilon", [0.7, 1.0, 2.0])
+def test_advanced_never_beats_basic_from_ln2(tb, epsilon):
+    # For eps >= ln 2, e^eps - 1 >= 1, so the second term alone is >= k eps.
+    assert tb.value(f"""bool(np.all(advanced_composition_epsilon(
+        {epsilon}, np.arange(1, 100_001), 1e-6) >= np.arange(1, 100_001) * {epsilon}))""")
+
+
+@pytest.mark.parametrize("call, fragment", [
+    ("advanced_composition_epsilon(0, 10, 1e-6)", "epsilon"),
+    ("advanced_composition_epsilon(0.1, 0, 1e-6)", "k"),
+    ("advanced_composition_epsilon(0.1, 2.5, 1e-6)", "k"),
+    ("advanced_composition_epsilon(0.1, 10, 0)", "delta_prime"),
+    ("advanced_composition_epsilon(0.1, 10, 1)", "delta_prime"),
+])
+def test_advanced_composition_rejects_bad_input(tb, call, fragment):
+    assert_value_error(tb, call, fragment)
+
+
+# ---------- solutions ----------
+
+def test_budget_protects_solution_matches_theory(tb):
+    # 100,000 repetitions: the success rate has standard error
+    # sqrt(0.25 / 100,000) = 0.0016; the normal approximation of the average
+    # of 10 Laplace draws is good to well under 0.01 here.
+    assert abs(tb.value("right[10]") - tb.value("approx[10]")) < 0.01
+    assert tb.value("right[10]") < 0.6
+    # With 10,000 answers the average has sd 0.14: wrong under 0.1% of runs.
+    assert tb.value("right[10_000]") > 0.99
+
+
+def test_loose_bounds_solution_is_worse(tb):
+    # RMSE ratio between 1.5 and the sum-noise ratio 200 / 90 = 2.2: the
+    # count noise is shared, so the ratio is below 2.2; 1,000 releases make
+    # each RMSE accurate to a few percent.
+    ratio = tb.value("loose_rmse[200] / loose_rmse[90]")
+    assert 1.5 < ratio < 200 / 90
+
+
+def test_averaging_attack_rates_match_theory(tb):
+    # Secret 0 or 1 with equal chance, 1,000 trials. One answer at eps = 0.1:
+    # the guess is right with probability 1 - exp(-0.05) / 2 = 0.524 (the
+    # Laplace noise of scale 10 must not cross 0.5 the wrong way); the
+    # standard error over 1,000 trials is 0.016, so we allow 0.06 (almost 4
+    # se). With 10,000 answers the average has sd sqrt(2) * 10 / 100 = 0.14,
+    # so a wrong guess needs a 3.5 sd deviation: right in about 99.98%.
+    import math
+    one_answer = 1 - math.exp(-0.05) / 2
+    assert abs(tb.value("attack_rate[1]") - one_answer) < 0.06
+    assert tb.value("attack_rate[n_queries]") > 0.99
+    # With 100 answers (sd 1.41) theory gives 0.638, 0.11 above one answer;
+    # the difference has standard error 0.022, so a gap of 0.03 is safe.
+    assert tb.value("attack_rate[100]") > tb.value("attack_rate[1]") + 0.03
+
+
+@pytest.mark.parametrize("request_code", [
+    "private_count(adult, adult['Age'] >= 65, 0.5, acc, 'old', 42)",
+    "private_count(adult, [True], 0.5, acc, 'old', test_rng)",
+    "dp_counts(adult, ['Education'], education_domain, 0.5, acc, 'hist', 42)",
+    "dp_counts(adult, ['Nope'], education_domain, 0.5, acc, 'hist', test_rng)",
+])
+def test_bad_request_costs_no_budget(tb, request_code):
+    # A request rejected for bad input (a seed instead of a Generator, a
+    # mask of the wrong length, an unknown column) must fail before the
+    # accountant is charged.
+    tb.inject(f"""
+        acc = PrivacyAccountant(1.0)
+        try:
+            {request_code}
+            rejected = None
+        except (TypeError, ValueError) as err:
+            rejected = type(err).__name__
+    """, pop=True)
+    assert tb.value("rejected") in ("TypeError", "ValueError")
+    assert tb.value("acc.releases") == []
