@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -133,8 +134,17 @@ class ChapterNamespace:
         exec(textwrap.dedent(code), self.namespace)
 
     def value(self, expression: str):
-        """Evaluate an expression in the chapter's namespace."""
-        return eval(expression, self.namespace)
+        """Evaluate an expression in the chapter's namespace.
+
+        A result that JSON can carry comes back as JSON would carry it
+        (tuples as lists, numpy floats as floats), as from a kernel; any
+        other object comes back as it is.
+        """
+        result = eval(expression, self.namespace)
+        try:
+            return json.loads(json.dumps(result))
+        except (TypeError, ValueError):
+            return result
 
     def __getitem__(self, name: str):
         return self.namespace[name]

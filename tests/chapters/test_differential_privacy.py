@@ -7,7 +7,6 @@ import nbformat
 import numpy as np
 import pytest
 from conftest import CHAPTERS_DIR, DATA_DIR, chapter_kernel
-from testbook.exceptions import TestbookRuntimeError
 
 NOTEBOOK = CHAPTERS_DIR / "differential-privacy.ipynb"
 
@@ -88,11 +87,10 @@ def tb():
     ],
 )
 def test_laplace_mechanism_rejects_bad_inputs(tb, args):
-    with pytest.raises(TestbookRuntimeError) as info:
+    with pytest.raises(ValueError):
         tb.inject(
             f"laplace_mechanism({args}, np.random.default_rng(0))", pop=True
         )
-    assert info.value.eclass is ValueError
 
 
 @pytest.mark.parametrize(
@@ -109,9 +107,8 @@ def test_laplace_mechanism_rejects_bad_inputs(tb, args):
     ],
 )
 def test_helpers_reject_bad_input(tb, call, error):
-    with pytest.raises(TestbookRuntimeError) as info:
+    with pytest.raises(error):
         tb.inject(call, pop=True)
-    assert info.value.eclass is error
 
 
 # --- happy paths --------------------------------------------------------------------------
@@ -299,12 +296,11 @@ def test_histogram_sensitivity_solution(tb):
 def test_clipped_sum_rejects_bad_clip_and_is_unbiased_when_nothing_is_clipped(
     tb,
 ):
-    with pytest.raises(TestbookRuntimeError) as info:
+    with pytest.raises(ValueError):
         tb.inject(
             "dp_clipped_sum(adult['Capital Gain'], 0, 1.0, np.random.default_rng(0))",
             pop=True,
         )
-    assert info.value.eclass is ValueError
     # 2,000 releases, clip 100,000 >= every value, so no bias:
     # mean error SE = sqrt(2) * 1e5 / sqrt(2000) = 3162; allow 5 SE.
     tb.inject("""
