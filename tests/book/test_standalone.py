@@ -1,4 +1,8 @@
-"""A reader downloads one chapter: it runs alone beside the CSV, and says clearly when the CSV is missing."""
+"""A reader downloads one chapter without its data: it says clearly where to get it.
+
+(That a chapter runs alone beside its CSV is checked in test_execute.py,
+which runs each chapter that way and compares it with the stored notebook.)
+"""
 
 import shutil
 
@@ -32,20 +36,11 @@ def run_in(folder, notebook_path):
 @pytest.mark.parametrize(
     "notebook_path", chapter_notebooks(), ids=lambda p: p.stem
 )
-def test_chapter_runs_alone_beside_its_data(tmp_path, notebook_path):
-    shutil.copy(notebook_path, tmp_path)
-    for data_file in data_files_used_by(notebook_path):
-        shutil.copy(data_file, tmp_path)
-    run_in(tmp_path, tmp_path / notebook_path.name)
-
-
-@pytest.mark.parametrize(
-    "notebook_path", chapter_notebooks(), ids=lambda p: p.stem
-)
 def test_chapter_without_data_says_where_to_get_it(tmp_path, notebook_path):
     shutil.copy(notebook_path, tmp_path)
     with pytest.raises(CellExecutionError) as failure:
         run_in(tmp_path, tmp_path / notebook_path.name)
     message = str(failure.value)
     assert "FileNotFoundError" in message
+    assert "Run it yourself" in message
     assert ".csv" in message and "Download" in message
