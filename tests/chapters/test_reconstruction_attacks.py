@@ -164,6 +164,26 @@ def test_margins_that_force_the_records(tb):
     assert tb.value("list(_pinned3)") == [1, 3]
 
 
+def test_a_suppressed_count_is_known_to_be_one_or_two(tb):
+    # Full table of a block of three: (F, 20-29) once and (M, 30-39) twice.
+    # With suppress_below=3 both counts are withheld and only known to be 1
+    # or 2, so each type is certain at least once and the second man is not.
+    tb.inject(
+        """
+        _hidden = recon_pinned_records(
+            pd.DataFrame(
+                {"Sex": ["F", "M", "M"],
+                 "Age band": ["20-29", "30-39", "30-39"]}
+            ),
+            ["Sex", "Age band"],
+            [("Sex", "Age band")],
+            suppress_below=3,
+        )
+        """
+    )
+    assert tb.value("list(_hidden)") == [2, 3]
+
+
 def test_suppression_never_pins_more_than_full_publication(tb):
     # Withholding counts removes information, so the number of certain
     # records can only fall; the chapter's exercise relies on this.
