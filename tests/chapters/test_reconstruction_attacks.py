@@ -292,6 +292,8 @@ def test_a_non_generator_rng_is_a_type_error(tb):
         for _call in (
             lambda: recon_random_queries(3, 3, 42),
             lambda: recon_bounded_noise_answers([[1]], [1], 1, 42),
+            lambda: recon_laplace_gap(census_bits, 10, 10, 0.5, 1, 42),
+            lambda: recon_tracer_trial(10, None, 42),
         ):
             try:
                 _call()
@@ -300,4 +302,4 @@ def test_a_non_generator_rng_is_a_type_error(tb):
                 _kinds.append("TypeError")
         """
     )
-    assert tb.value("_kinds") == ["TypeError", "TypeError"]
+    assert tb.value("_kinds") == ["TypeError"] * 4
