@@ -209,6 +209,22 @@ def test_displacement_stays_in_the_disc_with_mean_two_thirds_r(tb):
     )
 
 
+def test_displacement_errors_are_distributions_not_one_draw(tb):
+    # The chapter reports the mean and percentiles of 100,000 single
+    # reports and of 2,000 averaged months, not one draw. Single report,
+    # r = 1 km: mean 2r/3 = 666.7 m (standard error 0.75 m, we allow 5 m);
+    # 10th percentile r * sqrt(0.1) = 316 m (we allow 5 m).
+    assert tb.value("float(one_report.mean())") == pytest.approx(666.7, abs=5)
+    assert tb.value("float(np.quantile(one_report, 0.1))") == pytest.approx(
+        316.2, abs=5
+    )
+    # Average of 30 reports: close to Rayleigh with sigma = r / (2 sqrt 30),
+    # mean 114.4 m. The standard error of the mean over 2,000 months is
+    # about 1%, and the normal approximation is off by a few per cent at
+    # n = 30, so we allow 6%.
+    assert tb.value("float(averaged.mean())") == pytest.approx(114.4, rel=0.06)
+
+
 # --- planar Laplace --------------------------------------------------------
 
 
