@@ -70,6 +70,8 @@ def test_unicity_on_hand_made_traces(tb):
     assert tb.value(
         "unicity(hand, 1, 1.0, 24, np.random.default_rng(0))"
     ) == pytest.approx(1 / 4)
+    message = value_error_message(tb, "unicity(hand, 3, 1.0, 1, rng)")
+    assert "nobody has 3" in message
     message = value_error_message(tb, "unicity(hand, 0, 1.0, 1, rng)")
     assert "n_points" in message
     message = value_error_message(tb, "unicity(hand, 1, 0.0, 1, rng)")
@@ -102,7 +104,7 @@ def test_naive_quadtree_is_not_reciprocal_on_a_hand_made_city(tb):
         pop=True,
     )
     assert tb.value("hand_naive['side'].tolist()") == [0.25, 0.25, 2.0, 4.0]
-    assert tb.value("anonymity_set_sizes(hand_naive).tolist()") == [
+    assert tb.value("cloak_anonymity_sets(hand_naive).tolist()") == [
         2,
         2,
         1,
@@ -177,7 +179,7 @@ def test_cloaking_rejects_bad_input(tb):
         message = value_error_message(tb, f"{name}(homes + 20, 5)")
         assert "lie in" in message
     assert "no regions" in value_error_message(
-        tb, "anonymity_set_sizes(naive.iloc[:0])"
+        tb, "cloak_anonymity_sets(naive.iloc[:0])"
     )
 
 
