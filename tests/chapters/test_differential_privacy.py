@@ -472,3 +472,20 @@ def test_freya_bound_holds_for_the_strongest_attacker(tb):
     strongest = float(np.mean(noise.argmax(axis=1) == 0))
     assert strongest < tb.value("freya_bound") - 0.1
     assert strongest > tb.value("freya_success") + 0.05
+
+
+def test_every_glued_value_is_a_plain_python_value():
+    # A numpy scalar is stored as "np.float64(...)" and breaks the book
+    # build; every glue() value must be a plain float, int or str.
+    names = []
+    for cell in chapter_cells():
+        for output in cell.get("outputs", []):
+            record = output.get("metadata", {}).get("scrapbook")
+            if record:
+                text = output["data"][
+                    "application/papermill.record/text/plain"
+                ]
+                assert not text.startswith(("np.", "array(")), record["name"]
+                names.append(record["name"])
+    assert all(name.startswith("dp_") for name in names)
+    assert len(names) == len(set(names)), "a glue name is used twice"
