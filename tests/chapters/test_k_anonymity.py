@@ -4,7 +4,7 @@ The notebook is executed once (about ten seconds); every test then runs code in 
 """
 import pytest
 
-from conftest import chapter_kernel, value_error_message
+from conftest import ROOT, chapter_kernel, value_error_message
 
 
 
@@ -156,6 +156,42 @@ def test_pareto_front(tb):
     assert mask == [True, False, True, False]
 
 
+def test_release_is_k_anonymous_on_every_published_column(tb):
+    # Finding 1: k is computed here on every column the release publishes,
+    # except the declared sensitive ones, and must equal the glued k that
+    # the prose states ({glue:text}`kanon_release_k`).
+    published = tb.value("[c for c in released.columns if c not in SENSITIVE]")
+    assert set(published) == {"Age", "Education-Num"}
+    assert tb.value("SENSITIVE") == ["Target"]
+    k = tb.value(
+        "int(released.drop(columns=SENSITIVE).astype(str)"
+        ".value_counts().min())"
+    )
+    assert k == tb.value("release_k")
+    assert k >= tb.value("K_POLICY")
+    text = (ROOT / "chapters" / "k-anonymity.ipynb").read_text()
+    assert 'glue(\\"kanon_release_k\\", release_k' in text
+    assert "{glue:text}`kanon_release_k`-anonymity" in text
+    # Publishing ZIP as well would break it: a class of one row.
+    assert tb.value("zip_k") == 1
+
+
+def test_clipped_values_are_marked(tb):
+    labels = tb.value(
+        "clip_education(pd.Series([1, 3, 4, 13, 14, 16]), 3, 14).tolist()"
+    )
+    assert labels == ["<=3", "<=3", "4", "13", ">=14", ">=14"]
+    assert tb.value("sorted(released['Education-Num'].unique().tolist())") \
+        == ["10", "11", "12", "13", "4", "5", "6", "7", "8", "9", "<=3",
+            ">=14"]
+    assert "low < high" in value_error_message(
+        tb, "clip_education(pd.Series([1]), 5, 5)")
+    # The glued share of bottom-coded ages is the share under 30.
+    assert tb.value("float(bottom_coded.mean())") == pytest.approx(
+        tb.value("float((census['Age'] < 30).mean())"))
+    assert tb.value("float(bottom_coded.mean())") > 0.25
+
+
 def test_census_release_claims(tb):
     # The text claims: decades alone leave violators, clipping reaches exactly the glued k,
     # and suppressing the remaining violators makes the release 50-anonymous.
@@ -214,7 +250,7 @@ def test_mondrian_loses_less_than_uniform_at_every_k(tb):
 
 def test_distinct_l_diversity(tb):
     assert tb.value("distinct_l_diversity(clinic_release, CLINIC_QI, 'Diagnosis')") == 1
-    assert tb.value("distinct_l_diversity(merged, CLINIC_QI, 'Diagnosis')") == 6
+    assert tb.value("merged_l") == 3
     assert tb.value(
         "distinct_l_diversity(pd.DataFrame({'q': [0, 0, 0, 1, 1], 's': list('abcab')}), ['q'], 's')"
     ) == 2
@@ -234,3 +270,54 @@ def test_t_closeness_on_hand_made_tables(tb):
     assert tb.value("t_closeness(split, ['q'], 's')") == pytest.approx(0.5)
     assert tb.value("t_closeness(mirror, ['q'], 's')") == pytest.approx(0.0)
     assert "s2" in value_error_message(tb, "t_closeness(split, ['q'], 's2')")
+
+
+def test_clinic_needs_two_zip_digits_and_one_age_cut(tb):
+    # Finding 3: with three or more ZIP digits no age banding helps; with
+    # two digits one age cut (under 30 / 30+) already gives 3-diversity.
+    options = tb.value("clinic_options.values.tolist()")
+    assert len(options) == 20
+    for digits, _scheme, l_value in options:
+        if digits >= 3:
+            assert l_value == 1
+    assert tb.value("int(most_zip)") == 2
+    assert tb.value("distinct_l_diversity(merged, CLINIC_QI, 'Diagnosis')") == 3
+    assert tb.value("merged['Age'].nunique()") == 2
+
+
+def test_earth_movers_distance_on_li_et_al_salaries(tb):
+    # Li, Li and Venkatasubramanian (2007), salaries 3k..11k: the class
+    # {3k, 4k, 5k} is at ordered EMD 0.375 and {6k, 8k, 11k} at 1/6, while
+    # both are at total variation distance 2/3.
+    ordered = tb.value(
+        "class_distances(salaries, ['class'], 'salary', ordered=True)"
+        ".tolist()"
+    )
+    assert ordered[0] == pytest.approx(0.375)
+    assert ordered[1] == pytest.approx(1 / 6)
+    total = tb.value("class_distances(salaries, ['class'], 'salary').tolist()")
+    assert total == pytest.approx([2 / 3] * 3)
+    assert tb.value("earth_movers_distance([0, 1], [1, 0], True)") == 1.0
+    assert tb.value(
+        "earth_movers_distance([1, 0, 0], [0, 0, 1], True)") == 1.0
+    assert tb.value(
+        "earth_movers_distance([1, 0, 0], [0, 0, 1], False)") == 1.0
+    assert "same length" in value_error_message(
+        tb, "earth_movers_distance([1, 0], [1, 0, 0], True)")
+
+
+def test_diversity_comparison_is_like_with_like(tb):
+    # Finding 7: both releases use age and education and reach the same k;
+    # the 2-diverse one still has classes where >= 95% share one income.
+    assert tb.value("RELEASES['uniform + clipping'][1]") == ["Age",
+                                                           "Education-Num"]
+    assert tb.value("bool((profiles['smallest class'] >= K_POLICY).all())")
+    assert tb.value("int(profiles.loc['uniform + clipping', 'distinct l'])") == 2
+    dominated = tb.value(
+        "dominated_classes(released, AGE_EDU, 'Target')['top share'].min()")
+    assert dominated >= 0.95
+    assert tb.value(
+        "len(dominated_classes(pd.DataFrame({'q': [0] * 20 + [1] * 2, "
+        "'s': ['a'] * 19 + ['b'] + ['a', 'b']}), ['q'], 's'))") == 1
+    assert "share" in value_error_message(
+        tb, "dominated_classes(released, AGE_EDU, 'Target', share=0)")
