@@ -321,3 +321,35 @@ def test_diversity_comparison_is_like_with_like(tb):
         "'s': ['a'] * 19 + ['b'] + ['a', 'b']}), ['q'], 's'))") == 1
     assert "share" in value_error_message(
         tb, "dominated_classes(released, AGE_EDU, 'Target', share=0)")
+
+
+def test_smallest_common_width_on_a_hand_made_column(tb):
+    # Finding 9. Values 1, 2, 11, 12 with k = 2: aligned at 0, width 5 is the
+    # first to put 1 with 2 and 11 with 12 (0-4, 10-14); with a free offset,
+    # width 2 starting at 1 does it (1-2, 11-12).
+    frame = "pd.DataFrame({'a': [1, 2, 11, 12]})"
+    assert tb.value(f"smallest_common_width({frame}, 2, False)") == [5, [0]]
+    assert tb.value(f"smallest_common_width({frame}, 2, True)") == [2, [1]]
+    assert tb.value(
+        "shifted_intervals(pd.Series([1, 2, 11]), 2, 1).tolist()"
+    ) == ["1-2", "1-2", "11-12"]
+    assert "offset" in value_error_message(
+        tb, "shifted_intervals(pd.Series([1]), 2, 2)")
+
+
+def test_runner_widths_are_the_smallest(tb):
+    # The glued widths make the runners 2-anonymous and one less does not.
+    aligned = tb.value("aligned_width")
+    free = tb.value("free_width")
+    assert free < aligned
+    for width, ok in ((aligned, True), (aligned - 1, False)):
+        coarse = f"runners.apply(generalize_numeric, width={width})"
+        assert tb.value(
+            f"check_k_anonymity({coarse}, runners.columns, 2).is_k_anonymous"
+        ) is ok
+    assert tb.value(
+        "check_k_anonymity(runners_free, runners.columns, 2).is_k_anonymous"
+    ) is True
+    assert tb.value(
+        f"smallest_common_width(runners, 2, True, {free - 1}) is None"
+    ) is True
