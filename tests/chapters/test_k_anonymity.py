@@ -2,10 +2,9 @@
 
 The notebook is executed once (about ten seconds); every test then runs code in its kernel.
 """
+
 import pytest
-
 from conftest import ROOT, chapter_kernel, value_error_message
-
 
 
 @pytest.fixture(scope="module")
@@ -15,6 +14,7 @@ def tb():
 
 
 # --- k-anonymity checkers -------------------------------------------------------------------
+
 
 def test_checkers_agree_on_random_frames_with_missing_values(tb):
     tb.inject(
@@ -41,8 +41,10 @@ def test_checkers_agree_on_random_frames_with_missing_values(tb):
 
 
 def test_array_class_sizes_matches_group_sizes_on_census(tb):
-    assert tb.value("bool(np.array_equal(array_class_sizes(qi_values), "
-                    "group_sizes(census, QI_NUMERIC)))")
+    assert tb.value(
+        "bool(np.array_equal(array_class_sizes(qi_values), "
+        "group_sizes(census, QI_NUMERIC)))"
+    )
 
 
 def test_array_class_sizes_treats_missing_values_as_one_value(tb):
@@ -61,8 +63,9 @@ def test_array_class_sizes_treats_missing_values_as_one_value(tb):
         pop=True,
     )
     assert tb.value("array_disagreements") == 0
-    assert tb.value("array_class_sizes(np.array([[1.0, np.nan], [1.0, np.nan], [2.0, 0.0]])).tolist()") == [
-        2, 2, 1]
+    assert tb.value(
+        "array_class_sizes(np.array([[1.0, np.nan], [1.0, np.nan], [2.0, 0.0]])).tolist()"
+    ) == [2, 2, 1]
     assert "2-d" in value_error_message(tb, "array_class_sizes(np.ones(3))")
 
 
@@ -89,7 +92,11 @@ def test_check_k_anonymity_reports_smallest_class_and_violators(tb):
     assert tb.value("small_report_2.violating_rows.tolist()") == ["F"]
     assert tb.value("small_report_2.is_k_anonymous") is False
     assert tb.value("small_report_1.is_k_anonymous") is True
-    assert tb.value("small_report_3.violating_rows.tolist()") == ["D", "E", "F"]
+    assert tb.value("small_report_3.violating_rows.tolist()") == [
+        "D",
+        "E",
+        "F",
+    ]
 
 
 def test_missing_values_are_one_class_not_dropped(tb):
@@ -107,31 +114,50 @@ def test_missing_values_are_one_class_not_dropped(tb):
 
 @pytest.mark.parametrize("k", ["0", "-3", "1.5", "True", "'2'"])
 def test_check_k_anonymity_rejects_bad_k(tb, k):
-    message = value_error_message(tb, f"check_k_anonymity(census, ['Age'], k={k})")
+    message = value_error_message(
+        tb, f"check_k_anonymity(census, ['Age'], k={k})"
+    )
     assert "k must be" in message
 
 
 def test_check_k_anonymity_rejects_unknown_columns(tb):
-    message = value_error_message(tb, "check_k_anonymity(census, ['Age', 'Zipcode'], k=2)")
+    message = value_error_message(
+        tb, "check_k_anonymity(census, ['Age', 'Zipcode'], k=2)"
+    )
     assert "Zipcode" in message
 
 
 def test_check_k_anonymity_rejects_empty_table_and_empty_column_list(tb):
-    assert "empty" in value_error_message(tb, "check_k_anonymity(census.head(0), ['Age'], k=2)")
-    assert "at least one" in value_error_message(tb, "check_k_anonymity(census, [], k=2)")
-    assert "Zipcode" in value_error_message(tb, "naive_group_sizes(census.head(5), ['Zipcode'])")
+    assert "empty" in value_error_message(
+        tb, "check_k_anonymity(census.head(0), ['Age'], k=2)"
+    )
+    assert "at least one" in value_error_message(
+        tb, "check_k_anonymity(census, [], k=2)"
+    )
+    assert "Zipcode" in value_error_message(
+        tb, "naive_group_sizes(census.head(5), ['Zipcode'])"
+    )
 
 
 # --- generalization -------------------------------------------------------------------------
 
+
 def test_generalize_numeric_and_truncate_zip(tb):
-    assert tb.value("generalize_numeric(pd.Series([37, 40, 9]), 10).tolist()") == [
-        "30-39", "40-49", "0-9"]
-    assert tb.value("truncate_zip(pd.Series(['13053', '00514']), 3).tolist()") == [
-        "130**", "005**"]
-    assert tb.value("truncate_zip(pd.Series(['13053']), 0).tolist()") == ["*****"]
-    assert "width" in value_error_message(tb, "generalize_numeric(pd.Series([1]), 0)")
-    assert "keep" in value_error_message(tb, "truncate_zip(pd.Series(['13053']), 6)")
+    assert tb.value(
+        "generalize_numeric(pd.Series([37, 40, 9]), 10).tolist()"
+    ) == ["30-39", "40-49", "0-9"]
+    assert tb.value(
+        "truncate_zip(pd.Series(['13053', '00514']), 3).tolist()"
+    ) == ["130**", "005**"]
+    assert tb.value("truncate_zip(pd.Series(['13053']), 0).tolist()") == [
+        "*****"
+    ]
+    assert "width" in value_error_message(
+        tb, "generalize_numeric(pd.Series([1]), 0)"
+    )
+    assert "keep" in value_error_message(
+        tb, "truncate_zip(pd.Series(['13053']), 6)"
+    )
 
 
 def test_information_loss(tb):
@@ -139,7 +165,9 @@ def test_information_loss(tb):
         "information_loss([[0, 10], [5, 5]], [[10, 15], [5, 5]], [0, 0], [10, 20]).tolist()"
     )
     assert loss == pytest.approx([(1.0 + 0.25) / 2, 0.0])
-    assert "low <= high" in value_error_message(tb, "information_loss([[2]], [[1]], [0], [5])")
+    assert "low <= high" in value_error_message(
+        tb, "information_loss([[2]], [[1]], [0], [5])"
+    )
 
 
 def test_uniform_intervals_contain_the_values(tb):
@@ -181,14 +209,27 @@ def test_clipped_values_are_marked(tb):
         "clip_education(pd.Series([1, 3, 4, 13, 14, 16]), 3, 14).tolist()"
     )
     assert labels == ["<=3", "<=3", "4", "13", ">=14", ">=14"]
-    assert tb.value("sorted(released['Education-Num'].unique().tolist())") \
-        == ["10", "11", "12", "13", "4", "5", "6", "7", "8", "9", "<=3",
-            ">=14"]
+    assert tb.value("sorted(released['Education-Num'].unique().tolist())") == [
+        "10",
+        "11",
+        "12",
+        "13",
+        "4",
+        "5",
+        "6",
+        "7",
+        "8",
+        "9",
+        "<=3",
+        ">=14",
+    ]
     assert "low < high" in value_error_message(
-        tb, "clip_education(pd.Series([1]), 5, 5)")
+        tb, "clip_education(pd.Series([1]), 5, 5)"
+    )
     # The glued share of bottom-coded ages is the share under 30.
     assert tb.value("float(bottom_coded.mean())") == pytest.approx(
-        tb.value("float((census['Age'] < 30).mean())"))
+        tb.value("float((census['Age'] < 30).mean())")
+    )
     assert tb.value("float(bottom_coded.mean())") > 0.25
 
 
@@ -196,14 +237,28 @@ def test_census_release_claims(tb):
     # The text claims: decades alone leave violators, clipping reaches exactly the glued k,
     # and suppressing the remaining violators makes the release 50-anonymous.
     assert tb.value("decade_report.n_violating_rows") > 0
-    assert tb.value("check_k_anonymity(clipped, AGE_EDU, clipped_report.smallest_group).is_k_anonymous")
+    assert tb.value(
+        "check_k_anonymity(clipped, AGE_EDU, clipped_report.smallest_group).is_k_anonymous"
+    )
     assert not tb.value(
-        "check_k_anonymity(clipped, AGE_EDU, clipped_report.smallest_group + 1).is_k_anonymous")
-    assert tb.value("check_k_anonymity(released, AGE_EDU, K_POLICY).is_k_anonymous") is True
-    assert tb.value("len(census) - len(released) == policy_report.n_violating_rows") is True
+        "check_k_anonymity(clipped, AGE_EDU, clipped_report.smallest_group + 1).is_k_anonymous"
+    )
+    assert (
+        tb.value(
+            "check_k_anonymity(released, AGE_EDU, K_POLICY).is_k_anonymous"
+        )
+        is True
+    )
+    assert (
+        tb.value(
+            "len(census) - len(released) == policy_report.n_violating_rows"
+        )
+        is True
+    )
 
 
 # --- Mondrian -------------------------------------------------------------------------------
+
 
 def test_mondrian_parts_have_at_least_k_rows_and_are_k_anonymous(tb):
     tb.inject(
@@ -228,35 +283,66 @@ def test_mondrian_parts_have_at_least_k_rows_and_are_k_anonymous(tb):
 
 def test_mondrian_splits_as_far_as_allowed(tb):
     # 40 distinct values in one column, k = 10: median splits give exactly 4 parts of 10.
-    labels = tb.value("mondrian_partition(np.arange(40).reshape(-1, 1), 10).tolist()")
+    labels = tb.value(
+        "mondrian_partition(np.arange(40).reshape(-1, 1), 10).tolist()"
+    )
     assert len(set(labels)) == 4
-    assert sorted(labels.count(label) for label in set(labels)) == [10, 10, 10, 10]
+    assert sorted(labels.count(label) for label in set(labels)) == [
+        10,
+        10,
+        10,
+        10,
+    ]
     # A constant column cannot be split at all.
-    assert tb.value("len(set(mondrian_partition(np.ones((30, 2)), 2).tolist()))") == 1
+    assert (
+        tb.value("len(set(mondrian_partition(np.ones((30, 2)), 2).tolist()))")
+        == 1
+    )
 
 
 def test_mondrian_rejects_bad_input(tb):
-    assert "k must be" in value_error_message(tb, "mondrian_partition(np.ones((5, 2)), 0)")
-    assert "at least k" in value_error_message(tb, "mondrian_partition(np.ones((5, 2)), 6)")
-    assert "2-d" in value_error_message(tb, "mondrian_partition(np.ones(5), 2)")
+    assert "k must be" in value_error_message(
+        tb, "mondrian_partition(np.ones((5, 2)), 0)"
+    )
+    assert "at least k" in value_error_message(
+        tb, "mondrian_partition(np.ones((5, 2)), 6)"
+    )
+    assert "2-d" in value_error_message(
+        tb, "mondrian_partition(np.ones(5), 2)"
+    )
 
 
 def test_mondrian_loses_less_than_uniform_at_every_k(tb):
-    assert tb.value("bool((comparison['Mondrian'] < comparison['uniform (best of lattice)']).all())")
+    assert tb.value(
+        "bool((comparison['Mondrian'] < comparison['uniform (best of lattice)']).all())"
+    )
     assert tb.value("bool(comparison['Mondrian'].is_monotonic_increasing)")
 
 
 # --- l-diversity and t-closeness ------------------------------------------------------------
 
+
 def test_distinct_l_diversity(tb):
-    assert tb.value("distinct_l_diversity(clinic_release, CLINIC_QI, 'Diagnosis')") == 1
+    assert (
+        tb.value(
+            "distinct_l_diversity(clinic_release, CLINIC_QI, 'Diagnosis')"
+        )
+        == 1
+    )
     assert tb.value("merged_l") == 3
-    assert tb.value(
-        "distinct_l_diversity(pd.DataFrame({'q': [0, 0, 0, 1, 1], 's': list('abcab')}), ['q'], 's')"
-    ) == 2
-    message = value_error_message(tb, "distinct_l_diversity(clinic_release, CLINIC_QI, 'Sex')")
+    assert (
+        tb.value(
+            "distinct_l_diversity(pd.DataFrame({'q': [0, 0, 0, 1, 1], 's': list('abcab')}), ['q'], 's')"
+        )
+        == 2
+    )
+    message = value_error_message(
+        tb, "distinct_l_diversity(clinic_release, CLINIC_QI, 'Sex')"
+    )
     assert "both" in message
-    assert "Illness" in value_error_message(tb, "distinct_l_diversity(clinic, CLINIC_QI, 'Illness')")
+    assert "Illness" in value_error_message(
+        tb, "distinct_l_diversity(clinic, CLINIC_QI, 'Illness')"
+    )
 
 
 def test_t_closeness_on_hand_made_tables(tb):
@@ -281,7 +367,9 @@ def test_clinic_needs_two_zip_digits_and_one_age_cut(tb):
         if digits >= 3:
             assert l_value == 1
     assert tb.value("int(most_zip)") == 2
-    assert tb.value("distinct_l_diversity(merged, CLINIC_QI, 'Diagnosis')") == 3
+    assert (
+        tb.value("distinct_l_diversity(merged, CLINIC_QI, 'Diagnosis')") == 3
+    )
     assert tb.value("merged['Age'].nunique()") == 2
 
 
@@ -290,37 +378,47 @@ def test_earth_movers_distance_on_li_et_al_salaries(tb):
     # {3k, 4k, 5k} is at ordered EMD 0.375 and {6k, 8k, 11k} at 1/6, while
     # both are at total variation distance 2/3.
     ordered = tb.value(
-        "class_distances(salaries, ['class'], 'salary', ordered=True)"
-        ".tolist()"
+        "class_distances(salaries, ['class'], 'salary', ordered=True).tolist()"
     )
     assert ordered[0] == pytest.approx(0.375)
     assert ordered[1] == pytest.approx(1 / 6)
     total = tb.value("class_distances(salaries, ['class'], 'salary').tolist()")
     assert total == pytest.approx([2 / 3] * 3)
     assert tb.value("earth_movers_distance([0, 1], [1, 0], True)") == 1.0
-    assert tb.value(
-        "earth_movers_distance([1, 0, 0], [0, 0, 1], True)") == 1.0
-    assert tb.value(
-        "earth_movers_distance([1, 0, 0], [0, 0, 1], False)") == 1.0
+    assert tb.value("earth_movers_distance([1, 0, 0], [0, 0, 1], True)") == 1.0
+    assert (
+        tb.value("earth_movers_distance([1, 0, 0], [0, 0, 1], False)") == 1.0
+    )
     assert "same length" in value_error_message(
-        tb, "earth_movers_distance([1, 0], [1, 0, 0], True)")
+        tb, "earth_movers_distance([1, 0], [1, 0, 0], True)"
+    )
 
 
 def test_diversity_comparison_is_like_with_like(tb):
     # Finding 7: both releases use age and education and reach the same k;
     # the 2-diverse one still has classes where >= 95% share one income.
-    assert tb.value("RELEASES['uniform + clipping'][1]") == ["Age",
-                                                           "Education-Num"]
+    assert tb.value("RELEASES['uniform + clipping'][1]") == [
+        "Age",
+        "Education-Num",
+    ]
     assert tb.value("bool((profiles['smallest class'] >= K_POLICY).all())")
-    assert tb.value("int(profiles.loc['uniform + clipping', 'distinct l'])") == 2
+    assert (
+        tb.value("int(profiles.loc['uniform + clipping', 'distinct l'])") == 2
+    )
     dominated = tb.value(
-        "dominated_classes(released, AGE_EDU, 'Target')['top share'].min()")
+        "dominated_classes(released, AGE_EDU, 'Target')['top share'].min()"
+    )
     assert dominated >= 0.95
-    assert tb.value(
-        "len(dominated_classes(pd.DataFrame({'q': [0] * 20 + [1] * 2, "
-        "'s': ['a'] * 19 + ['b'] + ['a', 'b']}), ['q'], 's'))") == 1
+    assert (
+        tb.value(
+            "len(dominated_classes(pd.DataFrame({'q': [0] * 20 + [1] * 2, "
+            "'s': ['a'] * 19 + ['b'] + ['a', 'b']}), ['q'], 's'))"
+        )
+        == 1
+    )
     assert "share" in value_error_message(
-        tb, "dominated_classes(released, AGE_EDU, 'Target', share=0)")
+        tb, "dominated_classes(released, AGE_EDU, 'Target', share=0)"
+    )
 
 
 def test_smallest_common_width_on_a_hand_made_column(tb):
@@ -334,7 +432,8 @@ def test_smallest_common_width_on_a_hand_made_column(tb):
         "shifted_intervals(pd.Series([1, 2, 11]), 2, 1).tolist()"
     ) == ["1-2", "1-2", "11-12"]
     assert "offset" in value_error_message(
-        tb, "shifted_intervals(pd.Series([1]), 2, 2)")
+        tb, "shifted_intervals(pd.Series([1]), 2, 2)"
+    )
 
 
 def test_runner_widths_are_the_smallest(tb):
@@ -344,12 +443,21 @@ def test_runner_widths_are_the_smallest(tb):
     assert free < aligned
     for width, ok in ((aligned, True), (aligned - 1, False)):
         coarse = f"runners.apply(generalize_numeric, width={width})"
-        assert tb.value(
-            f"check_k_anonymity({coarse}, runners.columns, 2).is_k_anonymous"
-        ) is ok
-    assert tb.value(
-        "check_k_anonymity(runners_free, runners.columns, 2).is_k_anonymous"
-    ) is True
-    assert tb.value(
-        f"smallest_common_width(runners, 2, True, {free - 1}) is None"
-    ) is True
+        assert (
+            tb.value(
+                f"check_k_anonymity({coarse}, runners.columns, 2).is_k_anonymous"
+            )
+            is ok
+        )
+    assert (
+        tb.value(
+            "check_k_anonymity(runners_free, runners.columns, 2).is_k_anonymous"
+        )
+        is True
+    )
+    assert (
+        tb.value(
+            f"smallest_common_width(runners, 2, True, {free - 1}) is None"
+        )
+        is True
+    )
