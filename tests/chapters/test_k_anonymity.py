@@ -4,6 +4,8 @@ The notebook is executed once (about ten seconds); every test then runs
 code in its kernel.
 """
 
+import json
+
 import pytest
 from conftest import ROOT, chapter_kernel, value_error_message
 
@@ -489,3 +491,20 @@ def test_lattice_search_is_exhaustive(tb):
     size = levels[0] * levels[1] * levels[2]
     assert tb.value("len(lattice)") == size
     assert tb.value("lattice['widths'].nunique()") == size
+
+
+def test_glued_values_are_plain_numbers_and_strings():
+    # A numpy scalar is glued as "np.float64(...)", which the book's
+    # {glue:text} formatting cannot read; every glued value must be plain.
+    notebook = json.loads(
+        (ROOT / "chapters" / "k-anonymity.ipynb").read_text()
+    )
+    texts = [
+        output["data"]["application/papermill.record/text/plain"]
+        for cell in notebook["cells"]
+        if cell["cell_type"] == "code"
+        for output in cell.get("outputs", [])
+        if "application/papermill.record/text/plain" in output.get("data", {})
+    ]
+    assert texts
+    assert [text for text in texts if text.startswith("np.")] == []
