@@ -238,10 +238,15 @@ def test_clipped_values_are_marked(tb):
     assert "low < high" in value_error_message(
         tb, "clip_education(pd.Series([1]), 5, 5)"
     )
-    # The glued share of bottom-coded ages is the share under 30.
-    assert tb.value("float(bottom_coded.mean())") == pytest.approx(
-        tb.value("float((census['Age'] < 30).mean())")
+    # The glued shares of bottom- and top-coded ages are the rows whose
+    # published age band is not their decade (30-39 stays 30-39, but 25
+    # becomes "under 30" and 63 becomes "60+").
+    changed = tb.value(
+        "float((clipped['Age'].astype(str)"
+        " != generalize_numeric(census['Age'], 10)).mean())"
     )
+    coded = tb.value("float(bottom_coded.mean() + top_coded.mean())")
+    assert changed == pytest.approx(coded)
     assert tb.value("float(bottom_coded.mean())") > 0.25
 
 
