@@ -34,20 +34,20 @@ def adult():
     return pd.read_csv(DATA, dtype={"Zip": str, "SSN": str})
 
 
-# check_columns
+# require_columns
 
-def test_check_columns_accepts_a_string_or_a_list(tb):
-    assert tb.value('check_columns(tiny, "DOB")') == ["DOB"]
-    assert tb.value('check_columns(tiny, ("DOB", "Zip"))') == ["DOB", "Zip"]
+def test_require_columns_accepts_a_string_or_a_list(tb):
+    assert tb.value('require_columns(tiny, "DOB")') == ["DOB"]
+    assert tb.value('require_columns(tiny, ("DOB", "Zip"))') == ["DOB", "Zip"]
 
 
 @pytest.mark.parametrize("code, fragment", [
-    ('check_columns(tiny, ["Nope"])', "unknown column"),
-    ('check_columns(tiny, "Nope")', "Nope"),
-    ('check_columns(empty, ["DOB"])', "empty"),
-    ('check_columns(tiny, [])', "at least one column"),
+    ('require_columns(tiny, ["Nope"])', "unknown column"),
+    ('require_columns(tiny, "Nope")', "Nope"),
+    ('require_columns(empty, ["DOB"])', "empty"),
+    ('require_columns(tiny, [])', "at least one column"),
 ])
-def test_check_columns_rejects_bad_input(tb, code, fragment):
+def test_require_columns_rejects_bad_input(tb, code, fragment):
     assert fragment in value_error_message(tb, code)
 
 
@@ -139,7 +139,7 @@ def test_uniqueness_table_rejects_bad_input(tb, code, fragment):
     assert fragment in value_error_message(tb, code)
 
 
-# matching_rows and age_band
+# matching_rows and generalize_numeric
 
 def test_matching_rows_by_hand(tb):
     assert tb.value('matching_rows(tiny, {"Zip": "00001"}).index.tolist()') == [0, 2, 3]
@@ -164,15 +164,22 @@ def test_matching_rows_rejects_bad_input(tb, code, fragment):
     assert fragment in value_error_message(tb, code)
 
 
-def test_age_band(tb):
-    assert tb.value("age_band(pd.Series([34, 40, 9, 39])).tolist()") == ["30-39", "40-49", "0-9", "30-39"]
-    assert tb.value("age_band(pd.Series([34, 35]), width=5).tolist()") == ["30-34", "35-39"]
-    assert tb.value("age_band(pd.Series([34]), width=1).tolist()") == ["34-34"]
+def test_generalize_numeric_by_hand(tb):
+    assert tb.value(
+        "generalize_numeric(pd.Series([34, 40, 9, 39]), 10).tolist()"
+    ) == ["30-39", "40-49", "0-9", "30-39"]
+    assert tb.value(
+        "generalize_numeric(pd.Series([34, 35]), 5).tolist()"
+    ) == ["30-34", "35-39"]
+    assert tb.value(
+        "generalize_numeric(pd.Series([34]), 1).tolist()"
+    ) == ["34-34"]
 
 
 @pytest.mark.parametrize("width", ["0", "-5", "2.5", "True", "'10'"])
-def test_age_band_rejects_bad_width(tb, width):
-    assert "width" in value_error_message(tb, f"age_band(pd.Series([34]), width={width})")
+def test_generalize_numeric_rejects_bad_width(tb, width):
+    code = f"generalize_numeric(pd.Series([34]), {width})"
+    assert "width" in value_error_message(tb, code)
 
 
 # sum_query and the differencing attack
