@@ -67,6 +67,27 @@ def test_glued_columns_with_blanks_match_the_csv(adult):
     assert listed == expected
 
 
+# the threat model: which columns are quasi-identifiers
+
+# Written out here, independently of the chapter: what our attacker could know.
+CENSUS_QI = ["Age", "Sex", "Race", "Country", "Marital Status", "Relationship",
+             "Education", "Education-Num", "Workclass", "Occupation"]
+NEVER_QI = ["Target", "Capital Gain", "Capital Loss", "Hours per week"]
+
+
+def test_quasi_identifiers_exclude_the_sensitive_columns(tb, adult):
+    quasi = tb.value("QUASI_IDENTIFIERS")
+    assert not set(quasi) & set(NEVER_QI)
+    assert set(quasi) == set(CENSUS_QI) | {"DOB", "Zip"}
+    assert set(tb.value("CENSUS_QUASI_IDENTIFIERS")) == set(CENSUS_QI)
+
+
+def test_glued_census_uniqueness_recomputed_with_pandas(adult):
+    sizes = adult.groupby(CENSUS_QI, dropna=False)["Age"].transform("size")
+    expected = float((sizes == 1).mean())
+    assert glued("deid_share_census_qi") == pytest.approx(expected)
+
+
 # require_columns
 
 def test_require_columns_accepts_a_string_or_a_list(tb):
