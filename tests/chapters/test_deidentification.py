@@ -107,6 +107,13 @@ def test_require_columns_rejects_bad_input(tb, code, fragment):
 
 # linkage_attack
 
+def test_auxiliary_data_holds_only_what_a_voter_roll_lists(tb):
+    # The attacker's table names people next to the linking quasi-identifiers;
+    # no SSN and nothing sensitive comes from outside the release.
+    assert sorted(tb.value("list(auxiliary.columns)")) == ["DOB", "Name", "Zip"]
+
+
+
 def test_linkage_attack_counts_matches(tb):
     assert tb.value('len(linkage_attack(tiny_known, tiny, ["DOB", "Zip"]))') == 1
     assert tb.value('len(linkage_attack(tiny_known, tiny, "DOB"))') == 2
@@ -234,6 +241,32 @@ def test_generalize_numeric_by_hand(tb):
 def test_generalize_numeric_rejects_bad_width(tb, width):
     code = f"generalize_numeric(pd.Series([34]), {width})"
     assert "width" in value_error_message(tb, code)
+
+
+def test_coarsening_never_shrinks_an_anonymity_set(tb):
+    # Banding ages can only merge anonymity sets: every row's set keeps all
+    # its members. Hand-made ages 34, 35, 44 with width 10: sets 1, 1, 1 -> 2, 2, 1.
+    tb.inject(
+        'ages = pd.DataFrame({"Age": [34, 35, 44]})\n'
+        'banded = ages.assign(Age=generalize_numeric(ages["Age"], 10))',
+        pop=True,
+    )
+    assert tb.value('anonymity_set_sizes(ages, "Age").tolist()') == [1, 1, 1]
+    assert tb.value('anonymity_set_sizes(banded, "Age").tolist()') == [2, 2, 1]
+    # On the chapter's data, for the friend's four facts.
+    before = 'anonymity_set_sizes(census_view, INNOCUOUS)'
+    after = 'anonymity_set_sizes(banded_view, INNOCUOUS)'
+    assert tb.value(f"bool(({after} >= {before}).all())")
+    assert tb.value(f"int(({after} > {before}).sum())") > 0
+
+
+def test_glued_top_code_matches_the_csv(adult):
+    # UCI records every capital gain of 99,999 or more as 99,999.
+    assert glued("deid_gain_top_code") == 99_999
+    assert glued("deid_n_top_coded") == int((adult["Capital Gain"] == 99_999).sum())
+    friend = adult[adult["Name"] == "Ambrose Dalstrom"].iloc[0]
+    # The prose calls the friend's differenced gain exact: it is below the top code.
+    assert glued("deid_gain_difference") == int(friend["Capital Gain"]) < 99_999
 
 
 # sum_query and the differencing attack
