@@ -6,6 +6,8 @@ import nbformat
 import pandas as pd
 import pytest
 
+import numpy as np
+
 from conftest import chapter_kernel, value_error_message
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -294,3 +296,82 @@ def test_differencing_attack_reveals_the_friend(tb, adult):
     assert tb.value("total_age - total_age_without_friend") == int(friend["Age"])
     assert tb.value("int(gain_difference)") == int(friend["Capital Gain"])
     assert tb.value("answers[0] + answers[1] - answers[2]") == int(friend["Age"])
+
+
+# The exercises' solutions (executed in the chapter; glued values are what
+# the reader sees)
+
+def unique_share(table, columns):
+    sizes = table.groupby(columns, dropna=False)[columns[0]].transform("size")
+    return float((sizes == 1).mean())
+
+
+def test_glued_smallest_identifying_set_recomputed(adult):
+    quasi = CENSUS_QI + ["DOB", "Zip"]
+    singles = {name: unique_share(adult, [name]) for name in quasi}
+    best = max(singles, key=singles.get)
+    assert singles[best] < 0.9
+    assert glued("deid_ex_best_single") == best
+    assert glued("deid_ex_best_single_share") == pytest.approx(singles[best])
+    pairs = {(a, b): unique_share(adult, [a, b])
+             for i, a in enumerate(quasi) for b in quasi[i + 1:]}
+    best_pair = max(pairs, key=pairs.get)
+    assert set(glued("deid_ex_best_pair").split(" + ")) == set(best_pair)
+    assert glued("deid_ex_best_pair_share") == pytest.approx(pairs[best_pair])
+
+
+def test_smallest_identifying_set_by_hand(tb):
+    # tiny: Zip alone makes 1 of 6 unique, DOB + Zip makes 4 of 6.
+    found, share = tb.value(
+        'smallest_identifying_set(tiny, ["DOB", "Zip"], 0.6)')
+    assert list(found) == ["DOB", "Zip"]
+    assert share == pytest.approx(4 / 6)
+    assert tb.value(
+        'smallest_identifying_set(tiny, ["DOB", "Zip"], 0.9) is None')
+
+
+def test_count_query_by_hand_and_refusals(tb):
+    assert tb.value('count_query(tiny, tiny["Zip"] == "00001", min_rows=3)') == 3
+    assert "refused" in value_error_message(
+        tb, 'count_query(tiny, tiny["Zip"] == "00001", min_rows=4)')
+    assert "boolean" in value_error_message(
+        tb, 'count_query(tiny, tiny["Age"], min_rows=1)')
+
+
+def test_count_differencing_finds_the_friend_income(adult):
+    friend = adult[adult["Name"] == "Ambrose Dalstrom"].iloc[0]
+    assert glued("deid_ex_count_group") == 1
+    assert glued("deid_ex_count_high") == int(friend["Target"] == ">50K")
+
+
+def test_glued_coarsening_shares_recomputed(adult):
+    coarse = adult.assign(year=adult["DOB"].str[-4:], zip3=adult["Zip"].str[:3])
+    full = unique_share(adult, ["DOB", "Zip"])
+    for name, columns in [("deid_ex_dob_zip3", ["DOB", "zip3"]),
+                          ("deid_ex_year_zip", ["year", "Zip"]),
+                          ("deid_ex_year_zip3", ["year", "zip3"])]:
+        share = unique_share(coarse, columns)
+        assert glued(name) == pytest.approx(share)
+        assert share <= full  # coarsening never makes more rows unique
+
+
+def test_glued_sample_uniqueness_from_the_seed(adult):
+    # The solution says rng is first used there: a fresh generator with the
+    # chapter's seed must draw the same sample.
+    release = adult.drop(columns=["Name", "SSN"])
+    sample = release.sample(frac=0.1, random_state=np.random.default_rng(1994))
+    key = ["Age", "Sex", "Zip"]
+
+    def sizes(table):
+        return table.groupby(key, dropna=False)["Age"].transform("size")
+
+    in_sample = sizes(sample) == 1
+    in_table = (sizes(release) == 1)[sample.index][in_sample]
+    assert glued("deid_ex_sample_unique") == pytest.approx(in_sample.mean())
+    assert glued("deid_ex_sample_true") == pytest.approx(in_table.mean())
+
+
+def test_three_queries_pass_the_audit_rule(adult):
+    friend = adult[adult["Name"] == "Ambrose Dalstrom"].iloc[0]
+    assert glued("deid_ex_three_query_age") == int(friend["Age"])
+    assert glued("deid_ex_min_gap") >= 100
