@@ -1,6 +1,8 @@
 """Tests for the helpers defined in chapters/deidentification.ipynb, run inside the notebook's kernel."""
 
 import ast
+import hashlib
+import hmac
 from pathlib import Path
 
 import nbformat
@@ -373,6 +375,74 @@ def test_glued_top_code_matches_the_csv(adult):
     )
 
 
+# pseudonymization
+
+
+def test_ssn_candidates_by_hand(tb):
+    tb.inject("candidates = ssn_candidates(7)", pop=True)
+    assert tb.value("len(candidates)") == 10**6
+    assert tb.value("len(set(candidates))") == 10**6
+    assert tb.value("candidates[0].decode()") == "007-00-0000"
+    assert tb.value("candidates[123456].decode()") == "007-12-3456"
+    assert tb.value("candidates[-1].decode()") == "007-99-9999"
+
+
+@pytest.mark.parametrize("area", ["-1", "1000", "9.5", "True", "'966'"])
+def test_ssn_candidates_reject_bad_area(tb, area):
+    assert "area" in value_error_message(tb, f"ssn_candidates({area})")
+
+
+def test_recovery_finds_the_original_ssns_on_one_area(tb, adult):
+    # Hash independently of the chapter, then let the chapter's attack invert.
+    area = "959"
+    originals = adult.loc[adult["SSN"].str.startswith(area + "-"), "SSN"]
+    assert len(originals) > 100
+    digests = [hashlib.sha256(s.encode()).hexdigest() for s in originals]
+    # One SSN from another area must not be "recovered".
+    outsider = adult.loc[~adult["SSN"].str.startswith(area), "SSN"].iloc[0]
+    digests.append(hashlib.sha256(outsider.encode()).hexdigest())
+    tb.inject(f"found_959 = recover_ssns({digests!r}, {int(area)})", pop=True)
+    found = tb.value("found_959")
+    assert len(found) == len(originals)
+    assert sorted(found.values()) == sorted(originals)
+    assert all(
+        found[d] == s for d, s in zip(digests[:-1], originals, strict=True)
+    )
+
+
+def test_glued_recovery_rate_and_keyed_hash(adult):
+    friend = adult[adult["Name"] == "Ambrose Dalstrom"].iloc[0]
+    area = int(friend["SSN"][:3])
+    assert glued("deid_friend_area") == area
+    assert glued("deid_n_in_area") == int(
+        adult["SSN"].str.startswith(f"{area}-").sum()
+    )
+    assert glued("deid_share_recovered") == 1.0
+    assert glued("deid_n_keyed_found") == 0
+    assert glued("deid_n_joined") == len(adult)
+    assert glued("deid_ssn_area_min") >= 900  # never issued: not real SSNs
+    # Areas 001-899 without 666, groups 01-99, serials 0001-9999.
+    assert glued("deid_valid_real_ssns") == (899 - 1) * 99 * 9999
+
+
+def test_hmac_pseudonyms_by_hand(tb):
+    key = "b'k' * 16"
+    expected = hmac.new(b"k" * 16, b"900-00-0001", "sha256").hexdigest()
+    assert (
+        tb.value(f"hmac_pseudonyms(pd.Series(['900-00-0001']), {key}).iloc[0]")
+        == expected
+    )
+    assert (
+        tb.value(
+            "hmac_pseudonyms(pd.Series(['900-00-0001']), b'x' * 16).iloc[0]"
+        )
+        != expected
+    )
+    for bad in ["b'short'", "'k' * 16"]:
+        code = f"hmac_pseudonyms(pd.Series(['900-00-0001']), {bad})"
+        assert "key" in value_error_message(tb, code)
+
+
 # sum_query and the differencing attack
 
 
@@ -497,10 +567,12 @@ def test_glued_coarsening_shares_recomputed(adult):
 
 
 def test_glued_sample_uniqueness_from_the_seed(adult):
-    # The solution says rng is first used there: a fresh generator with the
-    # chapter's seed must draw the same sample.
+    # A fresh generator with the chapter's seed, used as the chapter uses it
+    # (32 bytes of secret key first), must draw the same sample.
+    rng = np.random.default_rng(1994)
+    rng.bytes(32)
     release = adult.drop(columns=["Name", "SSN"])
-    sample = release.sample(frac=0.1, random_state=np.random.default_rng(1994))
+    sample = release.sample(frac=0.1, random_state=rng)
     key = ["Age", "Sex", "Zip"]
 
     def sizes(table):
