@@ -210,6 +210,7 @@ def test_census_release_sensitivities_and_gaussian_advantage(ch):
         "advanced_composition_epsilon(0.1, 10, 0)",
         "record_release_delta(1, 1.0)",
         "record_release_delta(100, 0)",
+        "release_one_record(adult.iloc[:0], np.random.default_rng(0))",
     ],
 )
 def test_bad_input_is_rejected(ch, call):
@@ -217,9 +218,16 @@ def test_bad_input_is_rejected(ch, call):
         ch.value(call)
 
 
-def test_mechanism_wants_a_generator(ch):
+@pytest.mark.parametrize(
+    "call",
+    [
+        "gaussian_mechanism(1.0, 1, 1, 1e-5, 42)",
+        "release_one_record(adult, 42)",
+    ],
+)
+def test_mechanisms_want_a_generator(ch, call):
     with pytest.raises(TypeError):
-        ch.value("gaussian_mechanism(1.0, 1, 1, 1e-5, 42)")
+        ch.value(call)
 
 
 def test_gaussian_wins_exactly_from_the_stated_d(ch):
