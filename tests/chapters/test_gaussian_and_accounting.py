@@ -179,7 +179,11 @@ def test_census_release_sensitivities_and_gaussian_advantage(ch):
     # Each person is in exactly one cell of each of the histograms.
     assert ch["histograms"].groupby(level=0).sum().eq(ch["n_people"]).all()
     d = ch["n_histograms"]
-    assert d == 13 and ch["l1"] == d and ch["l2"] == pytest.approx(np.sqrt(d))
+    assert (
+        d == 13
+        and ch["l1_sensitivity"] == d
+        and ch["l2_sensitivity"] == pytest.approx(np.sqrt(d))
+    )
     measured = ch["measured"]
     assert measured.iloc[1] < measured.iloc[0]
     # Laplace RMSE is sqrt(2) * 13; thousands of draws estimate it within 2%.
