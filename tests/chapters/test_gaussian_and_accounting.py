@@ -2,6 +2,8 @@
 and its accountants, checked against the exact privacy curve, against
 Google's dp-accounting called directly, and by simulation."""
 
+from itertools import chain, combinations
+
 import dp_accounting
 import numpy as np
 import pytest
@@ -99,27 +101,89 @@ def test_zcdp_conversion_upper_bounds_the_exact_epsilon(ch):
 
 
 def test_advanced_composition_full_formula(ch):
-    eps, k, dp_ = 0.1, 100, 1e-6
-    expected = np.sqrt(2 * k * np.log(1 / dp_)) * eps + k * eps * (
-        np.exp(eps) - 1
+    # By hand: sqrt(2 * 100 * ln 1e6) * 0.1 = 5.2565 (the square-root
+    # term) plus 100 * 0.1 * (e^0.1 - 1) = 1.0517 (the term the short
+    # form of the theorem drops).
+    total = ch["advanced_composition_epsilon"](0.1, 100, 1e-6)
+    assert total == pytest.approx(6.30823, abs=1e-5)
+    # k = 1, delta' = e^(-1/2): sqrt(2 * 1/2) * 1 + (e - 1) = e.
+    one = ch["advanced_composition_epsilon"](1.0, 1, np.exp(-0.5))
+    assert one == pytest.approx(np.e)
+
+
+def test_every_accountant_is_an_upper_bound_on_the_exact_epsilon(ch):
+    # Basic, advanced, zCDP and RDP are theorems giving upper bounds, and
+    # the PLD accountant is pessimistic: none may report less privacy
+    # loss than the exact privacy curve of the composition.
+    accounting = ch["accounting"]
+    for column in accounting.columns:
+        assert (accounting[column] >= accounting["exact"] - 1e-7).all()
+    # ... and the prose's ordering for a thousand releases holds.
+    row = accounting.loc[1000]
+    assert row["basic"] > row["advanced"] > row["zCDP"]
+    assert row["RDP (ours)"] > row["RDP (library)"] > row["PLD (library)"]
+
+
+def _hockey_stick(first, second, epsilon):
+    # max over all sets S of first(S) - e^eps second(S), by enumeration.
+    outputs = list(first)
+    subsets = chain.from_iterable(
+        combinations(outputs, size) for size in range(len(outputs) + 1)
     )
-    assert ch["advanced_composition_epsilon"](eps, k, dp_) == pytest.approx(
-        expected
+    return max(
+        sum(first[y] for y in s) - np.exp(epsilon) * sum(second[y] for y in s)
+        for s in subsets
     )
 
 
-def test_record_release_delta_is_one_over_n_plus_one(ch):
-    for n in [1, 10, 32_561]:
-        assert ch["worst_case_shift_one_record"](n) == pytest.approx(
-            1 / (n + 1)
+@pytest.mark.parametrize("n", [2, 3, 5])
+@pytest.mark.parametrize("epsilon", [0.01, 1.0, 20.0])
+def test_record_release_delta_by_enumerating_every_set_of_outputs(
+    ch, n, epsilon
+):
+    # D has n people; its neighbours remove person 0 or add person n.
+    def release(people):
+        return {
+            p: (1 / len(people) if p in people else 0.0) for p in range(n + 1)
+        }
+
+    full = release(range(n))
+    worst = 0.0
+    for neighbour in (release(range(1, n)), release(range(n + 1))):
+        worst = max(
+            worst,
+            _hockey_stick(full, neighbour, epsilon),
+            _hockey_stick(neighbour, full, epsilon),
         )
+    assert ch["record_release_delta"](n, epsilon) == pytest.approx(worst)
+    # The worst neighbour removes a person: 1/n, whatever epsilon is.
+    assert worst == pytest.approx(1 / n)
+
+
+def test_census_record_release_delta_is_one_over_n(ch):
+    assert ch["delta_record"] == pytest.approx(1 / ch["n_people"], rel=1e-12)
+
+
+def test_opendp_rounds_rho_up_not_down(ch):
+    formula = 1 / (2 * ch["discrete_sigma"] ** 2)
+    assert ch["rho_opendp"] >= formula
+    assert ch["rho_opendp"] == pytest.approx(formula, rel=1e-12)
+    # OpenDP's conversion is tighter than the textbook one, but no
+    # conversion of rho-zCDP can beat the exact epsilon of a continuous
+    # Gaussian with that rho, which is itself rho-zCDP.
+    exact = ch["gaussian_epsilon"](ch["discrete_sigma"], 1e-6)
+    assert exact < ch["epsilon_opendp"] < ch["zcdp_epsilon"](formula, 1e-6)
 
 
 def test_census_release_sensitivities_and_gaussian_advantage(ch):
     # Each person is in exactly one cell of each of the histograms.
     assert ch["histograms"].groupby(level=0).sum().eq(ch["n_people"]).all()
     d = ch["n_histograms"]
-    assert d == 13 and ch["l1"] == d and ch["l2"] == pytest.approx(np.sqrt(d))
+    assert (
+        d == 13
+        and ch["l1_sensitivity"] == d
+        and ch["l2_sensitivity"] == pytest.approx(np.sqrt(d))
+    )
     measured = ch["measured"]
     assert measured.iloc[1] < measured.iloc[0]
     # Laplace RMSE is sqrt(2) * 13; thousands of draws estimate it within 2%.
@@ -138,9 +202,19 @@ def test_census_release_sensitivities_and_gaussian_advantage(ch):
         "analytic_gaussian_sigma(1, 1e-5, float('inf'))",
         "classical_gaussian_sigma(1, -1e-5, 1)",
         "gaussian_delta(0, 1, 1)",
-        "gaussian_mechanism(1.0, 1, 1, 1e-5, np.random.default_rng(0))"
-        " if False else gaussian_mechanism(float('nan'), 1, 1, 1e-5,"
-        " np.random.default_rng(0))",
+        "gaussian_delta(1, 0, 1)",
+        "gaussian_mechanism(float('nan'), 1, 1, 1e-5, np.random.default_rng(0))",
+        "gaussian_mechanism(1.0, 1, 1, 0, np.random.default_rng(0))",
+        "gaussian_epsilon(1, 0)",
+        "gaussian_epsilon(1e6, 0.5)",
+        "zcdp_epsilon(0, 1e-5)",
+        "zcdp_epsilon(1, 1)",
+        "rdp_epsilon([1.0, 2.0], [0.1, 0.2], 1e-5)",
+        "advanced_composition_epsilon(0.1, 2.5, 1e-6)",
+        "advanced_composition_epsilon(0.1, 10, 0)",
+        "record_release_delta(1, 1.0)",
+        "record_release_delta(100, 0)",
+        "release_one_record(adult.iloc[:0], np.random.default_rng(0))",
     ],
 )
 def test_bad_input_is_rejected(ch, call):
@@ -148,9 +222,16 @@ def test_bad_input_is_rejected(ch, call):
         ch.value(call)
 
 
-def test_mechanism_wants_a_generator(ch):
+@pytest.mark.parametrize(
+    "call",
+    [
+        "gaussian_mechanism(1.0, 1, 1, 1e-5, 42)",
+        "release_one_record(adult, 42)",
+    ],
+)
+def test_mechanisms_want_a_generator(ch, call):
     with pytest.raises(TypeError):
-        ch.value("gaussian_mechanism(1.0, 1, 1, 1e-5, 42)")
+        ch.value(call)
 
 
 def test_gaussian_wins_exactly_from_the_stated_d(ch):
