@@ -506,7 +506,7 @@ def test_warner_parametrization_gives_the_same_epsilon(tb):
         _eps = {p: float(rr_epsilon(p)) for p in (0.5, 0.8)}
         """
     )
-    pw, eps = tb.value("_pw"), tb.value("_eps")
+    pw, eps = tb["_pw"], tb["_eps"]
     for p in (0.5, 0.8):
         assert pw[p] == pytest.approx((1 + p) / 2, abs=0.005)
         assert math.log(pw[p] / (1 - pw[p])) == pytest.approx(eps[p], abs=0.03)
