@@ -811,12 +811,25 @@ def test_dark_mode_figures_are_readable(visits, page):
 
 
 @pytest.mark.parametrize("page", PAGES)
-def test_screenshots_saved(visits, page):
+def test_page_looks_like_a_page_in_both_modes(visits, page):
+    """What a reader sees: text on a light page, and on a dark one.
+
+    The full-page screenshots must not be blank (some pixels differ from
+    the background), the light one must be mostly light and the dark one
+    mostly dark.
+    """
+    from PIL import Image, ImageStat
+
+    brightness = {}
     for mode in ("light", "dark"):
         path = visits(page).screenshots.get(mode)
-        assert path and path.exists() and path.stat().st_size > 10_000, (
-            f"{page}: no {mode} screenshot at {path}"
-        )
+        assert path and path.exists(), f"{page}: no {mode} screenshot"
+        grey = Image.open(path).convert("L")
+        stats = ImageStat.Stat(grey)
+        brightness[mode] = stats.median[0]
+        assert stats.stddev[0] > 10, f"{page}: the {mode} page is blank"
+    assert brightness["light"] > 200, f"{page}: light mode is not light"
+    assert brightness["dark"] < 80, f"{page}: dark mode is not dark"
 
 
 # --------------------------------------------------------------------------------------
