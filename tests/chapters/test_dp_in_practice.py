@@ -1,10 +1,9 @@
 """Tests for chapters/dp-in-practice.ipynb: the chapter's own functions, run in its kernel."""
+
 import numpy as np
 import pytest
-from scipy import stats
-
 from conftest import chapter_kernel, value_error_message
-
+from scipy import stats
 
 
 @pytest.fixture(scope="module")
@@ -14,6 +13,7 @@ def tb():
 
 
 # --- the distinguishing bound -------------------------------------------------
+
 
 def test_guessing_bound_values(tb):
     # Hand-computed: e^0 / (1 + e^0) = 1/2 and 3 / (1 + 3) = 3/4.
@@ -27,28 +27,43 @@ def test_guessing_bound_rejects_negative_epsilon(tb):
 
 # --- Clopper-Pearson -------------------------------------------------------
 
-@pytest.mark.parametrize("successes,trials", [(0, 50), (7, 50), (50, 50), (4321, 10000)])
+
+@pytest.mark.parametrize(
+    "successes,trials", [(0, 50), (7, 50), (50, 50), (4321, 10000)]
+)
 def test_clopper_pearson_matches_scipy(tb, successes, trials):
     lower, upper = tb.value(
-        f"[float(x) for x in clopper_pearson({successes}, {trials}, 0.9)]")
-    expected = stats.binomtest(successes, trials).proportion_ci(0.9, method="exact")
+        f"[float(x) for x in clopper_pearson({successes}, {trials}, 0.9)]"
+    )
+    expected = stats.binomtest(successes, trials).proportion_ci(
+        0.9, method="exact"
+    )
     assert lower == pytest.approx(expected.low, abs=1e-12)
     assert upper == pytest.approx(expected.high, abs=1e-12)
 
 
-@pytest.mark.parametrize("call", ["clopper_pearson(3, 10, 1.0)", "clopper_pearson(11, 10)",
-                                  "clopper_pearson(0, 0)"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "clopper_pearson(3, 10, 1.0)",
+        "clopper_pearson(11, 10)",
+        "clopper_pearson(0, 0)",
+    ],
+)
 def test_clopper_pearson_rejects_bad_input(tb, call):
     value_error_message(tb, call)
 
 
 # --- mechanisms ------------------------------------------------------------
 
+
 def test_naive_laplace_has_laplace_spread(tb):
     # Scale 1/0.5 = 2, so the standard deviation is 2 * sqrt(2); 200,000 draws give
     # a standard error of well under 1% on the standard deviation.
-    std = tb.value("float(np.std(naive_laplace(np.zeros(200_000), 1, 0.5, "
-                   "np.random.default_rng(1))))")
+    std = tb.value(
+        "float(np.std(naive_laplace(np.zeros(200_000), 1, 0.5, "
+        "np.random.default_rng(1))))"
+    )
     assert std == pytest.approx(2 * np.sqrt(2), rel=0.02)
 
 
@@ -56,7 +71,8 @@ def test_geometric_mechanism_distribution(tb):
     # Two-sided geometric with alpha = e^-1: mean 0, variance 2 alpha / (1 - alpha)^2.
     mean, var, all_int = tb.value(
         "(lambda z: [float(z.mean()), float(z.var()), bool(np.all(z == np.rint(z)))])"
-        "(geometric_mechanism(np.zeros(200_000, dtype=int), 1, 1.0, np.random.default_rng(2)))")
+        "(geometric_mechanism(np.zeros(200_000, dtype=int), 1, 1.0, np.random.default_rng(2)))"
+    )
     alpha = np.exp(-1.0)
     assert all_int
     assert abs(mean) < 0.02
@@ -66,55 +82,71 @@ def test_geometric_mechanism_distribution(tb):
 def test_geometric_mechanism_sensitivity_widens_noise(tb):
     # Argument order (value, sensitivity, epsilon, rng): sensitivity 2 at epsilon 1
     # must give alpha = e^-1/2, the same noise as sensitivity 1 at epsilon 1/2.
-    var = tb.value("float(geometric_mechanism(np.zeros(200_000, dtype=int), 2, 1.0, "
-                   "np.random.default_rng(3)).var())")
+    var = tb.value(
+        "float(geometric_mechanism(np.zeros(200_000, dtype=int), 2, 1.0, "
+        "np.random.default_rng(3)).var())"
+    )
     alpha = np.exp(-0.5)
     assert var == pytest.approx(2 * alpha / (1 - alpha) ** 2, rel=0.03)
 
 
-@pytest.mark.parametrize("call", [
-    "geometric_mechanism(3, 1, 0.0, rng)",
-    "geometric_mechanism(3.5, 1, 1.0, rng)",
-    "geometric_mechanism(3, 0.5, 1.0, rng)",
-    "naive_laplace(3.0, 1, -1.0, rng)",
-    "naive_laplace(3.0, 0, 1.0, rng)",
-    "attack_success(naive_laplace, could_come_from_naive, 0.5, 0, rng)",
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "geometric_mechanism(3, 1, 0.0, rng)",
+        "geometric_mechanism(3.5, 1, 1.0, rng)",
+        "geometric_mechanism(3, 0.5, 1.0, rng)",
+        "naive_laplace(3.0, 1, -1.0, rng)",
+        "naive_laplace(3.0, 0, 1.0, rng)",
+        "attack_success(naive_laplace, could_come_from_naive, 0.5, 0, rng)",
+    ],
+)
 def test_mechanisms_reject_bad_input(tb, call):
     value_error_message(tb, call)
 
 
-@pytest.mark.parametrize("call", [
-    "naive_laplace(3.0, 1, 1.0, 42)",
-    "geometric_mechanism(3, 1, 1.0, 42)",
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "naive_laplace(3.0, 1, 1.0, 42)",
+        "geometric_mechanism(3, 1, 1.0, 42)",
+    ],
+)
 def test_mechanisms_reject_a_seed_instead_of_a_generator(tb, call):
-    tb.inject("""
+    tb.inject(
+        """
         def _raises_type_error(call):
             try:
                 call()
             except TypeError:
                 return True
             return False
-    """, pop=True)
+    """,
+        pop=True,
+    )
     assert tb.value(f"_raises_type_error(lambda: {call})")
 
 
 # --- the floating-point attack ---------------------------------------------
 
+
 def test_true_input_is_always_reachable(tb):
     # The attacker's test must never rule out the input that really produced a value.
-    assert tb.value("bool(np.all(could_come_from_naive(naive_laplace(np.ones(20_000), 1, 0.3, "
-                    "np.random.default_rng(3)), 1.0, 0.3)))")
+    assert tb.value(
+        "bool(np.all(could_come_from_naive(naive_laplace(np.ones(20_000), 1, 0.3, "
+        "np.random.default_rng(3)), 1.0, 0.3)))"
+    )
 
 
 @pytest.mark.parametrize("epsilon", [0.3, 1.0])
 def test_true_input_is_always_reachable_under_numpy_laplace(tb, epsilon):
     # The same property for NumPy's sampler behind the book's laplace_mechanism: if the
     # attacker's rerun of NumPy's arithmetic were off by one bit, this would fail.
-    assert tb.value(f"bool(np.all(could_come_from_numpy_laplace(laplace_mechanism("
-                    f"np.full(20_000, 7.0), 1, {epsilon}, np.random.default_rng(8)), 7.0, "
-                    f"{epsilon})))")
+    assert tb.value(
+        f"bool(np.all(could_come_from_numpy_laplace(laplace_mechanism("
+        f"np.full(20_000, 7.0), 1, {epsilon}, np.random.default_rng(8)), 7.0, "
+        f"{epsilon})))"
+    )
 
 
 @pytest.mark.parametrize("epsilon", [0.5, 1.0])
@@ -126,7 +158,8 @@ def test_attack_beats_bound_on_numpy_laplace(tb, epsilon):
     lower, bound = tb.value(
         f"[float(clopper_pearson(attack_success(laplace_mechanism, "
         f"could_come_from_numpy_laplace, {epsilon}, 50_000, np.random.default_rng(9)), "
-        f"50_000, 0.99)[0]), float(guessing_bound({epsilon}))]")
+        f"50_000, 0.99)[0]), float(guessing_bound({epsilon}))]"
+    )
     assert lower > bound + 0.1
 
 
@@ -134,7 +167,8 @@ def test_attack_beats_bound_on_numpy_laplace(tb, epsilon):
 def test_attack_beats_bound_on_naive_sampler(tb, epsilon):
     lower, bound = tb.value(
         f"[float(clopper_pearson(attack_success(naive_laplace, could_come_from_naive, {epsilon}, "
-        f"50_000, np.random.default_rng(4)), 50_000, 0.99)[0]), float(guessing_bound({epsilon}))]")
+        f"50_000, np.random.default_rng(4)), 50_000, 0.99)[0]), float(guessing_bound({epsilon}))]"
+    )
     assert lower > bound + 0.05
 
 
@@ -143,18 +177,21 @@ def test_attack_within_bound_on_geometric_mechanism(tb, epsilon):
     lower, bound = tb.value(
         f"[float(clopper_pearson(attack_success(geometric_mechanism, could_come_from_integer, "
         f"{epsilon}, 50_000, np.random.default_rng(5)), 50_000, 0.99)[0]), "
-        f"float(guessing_bound({epsilon}))]")
+        f"float(guessing_bound({epsilon}))]"
+    )
     assert lower <= bound
 
 
 # --- the OpenDP section's accounting --------------------------------------
+
 
 def test_opendp_budget_is_spent_and_both_releases_are_counted(tb):
     # The library spent exactly its budget (three equal shares); the page's total on the
     # ages adds our own release, as sequential composition requires.
     spent, own, library, total = tb.value(
         "[sum(context.current_privacy_loss()), OWN_EPSILON, OPENDP_EPSILON, "
-        "total_epsilon_on_ages]")
+        "total_epsilon_on_ages]"
+    )
     assert spent == pytest.approx(library)
     assert total == pytest.approx(own + library)
     assert total == pytest.approx(2.0)
@@ -167,8 +204,10 @@ def test_opendp_refuses_a_query_after_the_budget(tb):
 
 # --- the auditor -----------------------------------------------------------
 
-AUDIT_CORRECT = ("audit_epsilon(count_with_correct_scale, is_rich, without_one_rich, 20_000, 20, "
-                 "(n_rich - 7, n_rich + 6), np.random.default_rng({seed}){extra})")
+AUDIT_CORRECT = (
+    "audit_epsilon(count_with_correct_scale, is_rich, without_one_rich, 20_000, 20, "
+    "(n_rich - 7, n_rich + 6), np.random.default_rng({seed}){extra})"
+)
 
 
 def test_auditor_is_deterministic_at_fixed_seed(tb):
@@ -183,7 +222,9 @@ def test_auditor_confidence_is_a_parameter(tb):
     # Same seed, same samples: a higher confidence widens every interval and must
     # lower the bound.
     loose = tb.value(AUDIT_CORRECT.format(seed=13, extra=", confidence=0.5"))
-    strict = tb.value(AUDIT_CORRECT.format(seed=13, extra=", confidence=0.999"))
+    strict = tb.value(
+        AUDIT_CORRECT.format(seed=13, extra=", confidence=0.999")
+    )
     assert strict < loose
 
 
@@ -191,8 +232,10 @@ def test_auditor_bound_on_perfectly_separated_outputs(tb):
     # D always gives 0, D' always gives 1: the bound has a closed form with the
     # Bonferroni-corrected Clopper-Pearson intervals (n trials, m bins, 95%).
     n, m = 1000, 4
-    got = tb.value(f"audit_epsilon(lambda data, k, rng: np.full(k, float(data)), 0, 1, "
-                   f"{n}, {m}, (0, 1), np.random.default_rng(0))")
+    got = tb.value(
+        f"audit_epsilon(lambda data, k, rng: np.full(k, float(data)), 0, 1, "
+        f"{n}, {m}, (0, 1), np.random.default_rng(0))"
+    )
     tail = (1 - 0.95) / (2 * m) / 2
     lower = tail ** (1 / n)
     upper = 1 - tail ** (1 / n)
@@ -203,32 +246,44 @@ def test_auditor_looks_in_both_directions(tb):
     # Input 0 always lands in the first bin; input 1 lands in either bin. Only the
     # ratio P[M(1) in bin 2] / P[M(0) in bin 2] is large, so an auditor that checked
     # one direction only would report about ln 2 for one of the two argument orders.
-    mechanism = ("lambda data, k, rng: np.where(data == 0, 0.0, "
-                 "rng.integers(0, 2, k).astype(float))")
-    forward = tb.value(f"audit_epsilon({mechanism}, 0, 1, 5000, 2, (0, 1), "
-                       "np.random.default_rng(7))")
-    backward = tb.value(f"audit_epsilon({mechanism}, 1, 0, 5000, 2, (0, 1), "
-                        "np.random.default_rng(7))")
+    mechanism = (
+        "lambda data, k, rng: np.where(data == 0, 0.0, "
+        "rng.integers(0, 2, k).astype(float))"
+    )
+    forward = tb.value(
+        f"audit_epsilon({mechanism}, 0, 1, 5000, 2, (0, 1), "
+        "np.random.default_rng(7))"
+    )
+    backward = tb.value(
+        f"audit_epsilon({mechanism}, 1, 0, 5000, 2, (0, 1), "
+        "np.random.default_rng(7))"
+    )
     assert forward > 3 and backward > 3
 
 
-@pytest.mark.parametrize("call", [
-    "audit_epsilon(count_with_correct_scale, is_rich, without_one_rich, 100, 1, (0, 1), rng)",
-    "audit_epsilon(count_with_correct_scale, is_rich, without_one_rich, 0, 10, (0, 1), rng)",
-    "audit_epsilon(count_with_correct_scale, is_rich, without_one_rich, 100, 10, (1, 0), rng)",
-    "audit_epsilon(count_with_correct_scale, is_rich, without_one_rich, 100, 10, (0, 1), rng, confidence=1.0)",
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        "audit_epsilon(count_with_correct_scale, is_rich, without_one_rich, 100, 1, (0, 1), rng)",
+        "audit_epsilon(count_with_correct_scale, is_rich, without_one_rich, 0, 10, (0, 1), rng)",
+        "audit_epsilon(count_with_correct_scale, is_rich, without_one_rich, 100, 10, (1, 0), rng)",
+        "audit_epsilon(count_with_correct_scale, is_rich, without_one_rich, 100, 10, (0, 1), rng, confidence=1.0)",
+    ],
+)
 def test_auditor_rejects_bad_input(tb, call):
     value_error_message(tb, call)
 
 
 def test_auditor_flags_each_bug_and_passes_correct_ones(tb):
-    tb.inject("""
+    tb.inject(
+        """
         audit_check_rng = np.random.default_rng(21)
         audit_check = {name: [claimed, audit_epsilon(mechanism, data_a, data_b, 30_000, 20,
                                                      output_range, audit_check_rng)]
                        for name, mechanism, claimed, data_a, data_b, output_range in audits}
-    """, pop=True)
+    """,
+        pop=True,
+    )
     results = tb.value("audit_check")
     buggy = {"inverted scale", "unclipped sum", "reused noise"}
     assert buggy < set(results)
@@ -240,13 +295,18 @@ def test_auditor_flags_each_bug_and_passes_correct_ones(tb):
 
 
 def test_auditor_passes_correct_count_across_seeds(tb):
-    bounds = tb.value("[audit_epsilon(count_with_correct_scale, is_rich, without_one_rich, 20_000, 20, "
-                      "(n_rich - 7, n_rich + 6), np.random.default_rng(s)) for s in range(30, 35)]")
+    bounds = tb.value(
+        "[audit_epsilon(count_with_correct_scale, is_rich, without_one_rich, 20_000, 20, "
+        "(n_rich - 7, n_rich + 6), np.random.default_rng(s)) for s in range(30, 35)]"
+    )
     assert max(bounds) <= 1.0
-    assert min(bounds) > 0.5  # and it is not vacuous: it finds most of the true loss
+    assert (
+        min(bounds) > 0.5
+    )  # and it is not vacuous: it finds most of the true loss
 
 
 # --- what the solutions state ----------------------------------------------
+
 
 def test_rounding_closes_the_floating_point_holes(tb):
     # Exercise practice-ex-rounding: rounded textbook noise no longer beats the bound;
@@ -255,7 +315,8 @@ def test_rounding_closes_the_floating_point_holes(tb):
     upper, bound = tb.value(
         "[float(clopper_pearson(attack_success(rounded_naive_laplace, "
         "could_come_from_integer, 0.5, 100_000, np.random.default_rng(10)), 100_000, "
-        "0.99)[1]), float(guessing_bound(0.5))]")
+        "0.99)[1]), float(guessing_bound(0.5))]"
+    )
     assert upper < bound
 
 
@@ -265,7 +326,8 @@ def test_inverted_scale_is_harmless_when_epsilon_exceeds_sensitivity(tb):
     harmless, harmful = tb.value(
         "[audit_epsilon(lambda d, n, r: count_with_inverted_scale(d, n, r, epsilon=e), "
         "is_rich, without_one_rich, 30_000, 20, (n_rich - 10, n_rich + 10), "
-        "np.random.default_rng(12)) for e in (2.0, 0.1)]")
+        "np.random.default_rng(12)) for e in (2.0, 0.1)]"
+    )
     assert harmless < 2.0
     # The solution also says the bound stays below the true loss 0.5 at claim 2; a 95%
     # lower bound exceeds the true loss with probability at most 5%, and this seed holds.
@@ -275,11 +337,16 @@ def test_inverted_scale_is_harmless_when_epsilon_exceeds_sensitivity(tb):
 
 # --- review: claims the prose makes --------------------------------------------
 
+
 def test_guessing_bound_at_the_attacked_epsilons(tb):
     # The yardsticks the prose compares against: e^eps / (1 + e^eps) with a 50-50 prior
     # over add/remove neighbours, by hand: 0.6225 at eps = 0.5 and 0.7311 at eps = 1.
-    assert tb.value("float(guessing_bound(0.5))") == pytest.approx(0.622459, abs=1e-6)
-    assert tb.value("float(guessing_bound(1.0))") == pytest.approx(0.731059, abs=1e-6)
+    assert tb.value("float(guessing_bound(0.5))") == pytest.approx(
+        0.622459, abs=1e-6
+    )
+    assert tb.value("float(guessing_bound(1.0))") == pytest.approx(
+        0.731059, abs=1e-6
+    )
 
 
 @pytest.mark.parametrize("epsilon", [0.05, 2.0, 5.0])
@@ -291,7 +358,8 @@ def test_reachability_checks_never_reject_the_true_input(tb, epsilon, count):
         f"[bool(np.all(could_come_from_naive(naive_laplace(np.full(100_000, {count}), 1, "
         f"{epsilon}, np.random.default_rng(40)), {count}, {epsilon}))), "
         f"bool(np.all(could_come_from_numpy_laplace(laplace_mechanism(np.full(100_000, "
-        f"{count}), 1, {epsilon}, np.random.default_rng(41)), {count}, {epsilon})))]")
+        f"{count}), 1, {epsilon}, np.random.default_rng(41)), {count}, {epsilon})))]"
+    )
     assert naive and numpy
 
 
@@ -303,7 +371,8 @@ def test_attack_reaches_the_bound_on_geometric_mechanism(tb, epsilon):
     low, high, bound = tb.value(
         f"[*map(float, clopper_pearson(attack_success(geometric_mechanism, "
         f"could_come_from_integer, {epsilon}, 50_000, np.random.default_rng(42)), 50_000, "
-        f"0.99)), float(guessing_bound({epsilon}))]")
+        f"0.99)), float(guessing_bound({epsilon}))]"
+    )
     assert low <= bound <= high
 
 
@@ -314,10 +383,12 @@ def test_reused_noise_makes_the_difference_exact_and_fresh_noise_does_not(tb):
     # sample standard deviation is within 1% of 4).
     spread_reused, gap, first = tb.value(
         "(lambda r: [float(np.ptp(r)), float(n_rich - n_poor), float(r[0])])"
-        "(gap_between_two_counts(is_rich, 1000, np.random.default_rng(43)))")
+        "(gap_between_two_counts(is_rich, 1000, np.random.default_rng(43)))"
+    )
     assert spread_reused == 0 and first == gap
     std_fresh = tb.value(
-        "float(np.std(gap_with_fresh_noise(is_rich, 200_000, np.random.default_rng(44))))")
+        "float(np.std(gap_with_fresh_noise(is_rich, 200_000, np.random.default_rng(44))))"
+    )
     assert std_fresh == pytest.approx(4.0, rel=0.02)
 
 
@@ -326,7 +397,8 @@ def test_clipped_sum_has_sensitivity_upper_over_epsilon(tb):
     # has scale 90 / epsilon = 90, standard deviation 90 * sqrt(2) (200,000 runs).
     mean, std = tb.value(
         "(lambda r: [float(r.mean()), float(r.std())])"
-        "(sum_with_clipping(np.array([200, 50]), 200_000, np.random.default_rng(45)))")
+        "(sum_with_clipping(np.array([200, 50]), 200_000, np.random.default_rng(45)))"
+    )
     assert mean == pytest.approx(140, abs=2)
     assert std == pytest.approx(90 * np.sqrt(2), rel=0.02)
 
@@ -339,7 +411,9 @@ def test_audit_ceiling_is_reached_by_reused_noise(tb):
     tail = (1 - 0.95) / (2 * m) / 2
     ceiling = np.log(tail ** (1 / n) / (1 - tail ** (1 / n)))
     assert tb.value("audit_ceiling") == pytest.approx(ceiling, rel=1e-9)
-    assert tb.value("float(lower_bounds['reused noise'])") == pytest.approx(ceiling, rel=1e-9)
+    assert tb.value("float(lower_bounds['reused noise'])") == pytest.approx(
+        ceiling, rel=1e-9
+    )
 
 
 def test_inverted_scale_is_correct_at_epsilon_one(tb):
@@ -349,7 +423,8 @@ def test_inverted_scale_is_correct_at_epsilon_one(tb):
     bound = tb.value(
         "audit_epsilon(lambda d, n, r: count_with_inverted_scale(d, n, r, epsilon=1.0), "
         "is_rich, without_one_rich, 30_000, 20, (n_rich - 10, n_rich + 10), "
-        "np.random.default_rng(46))")
+        "np.random.default_rng(46))"
+    )
     assert 0.5 < bound <= 1.0
 
 
@@ -357,14 +432,19 @@ def test_clipping_bias_of_the_mean(tb):
     # Hand count: clipping at 18 raises every 17-year-old by one year, so the mean moves
     # by (number aged 17) / n. The prose attributes the gap between the means to this.
     n17, n = tb.value("[int((ages == 17).sum()), len(ages)]")
-    assert tb.value("float(np.clip(ages, 18, 90).mean() - ages.mean())") == pytest.approx(
-        n17 / n, rel=1e-9)
-    assert tb.value("int(ages.min())") == 17 and tb.value("int(ages.max())") == 90
+    assert tb.value(
+        "float(np.clip(ages, 18, 90).mean() - ages.mean())"
+    ) == pytest.approx(n17 / n, rel=1e-9)
+    assert (
+        tb.value("int(ages.min())") == 17 and tb.value("int(ages.max())") == 90
+    )
 
 
 def test_clipping_bias_exceeds_the_noise_scale_on_the_mean(tb):
     # The prose says the bias from clipping at 18 is larger than the noise scale on the
     # mean (90 / (1/3) / n years): 395 / 32,561 = 0.012 against 0.008.
-    bias, noise = tb.value("[float(clipped_mean - ages.mean()), "
-                           "AGE_BOUNDS[1] / share / len(ages)]")
+    bias, noise = tb.value(
+        "[float(clipped_mean - ages.mean()), "
+        "AGE_BOUNDS[1] / share / len(ages)]"
+    )
     assert bias > noise
