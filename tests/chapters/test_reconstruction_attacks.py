@@ -127,12 +127,13 @@ def test_lp_solution_is_exact_on_a_hand_made_example(tb):
 
 
 def test_stated_budget_is_below_the_threshold_of_the_theorem(tb):
-    # The prose picks eps = 0.5 because it is below ln((1-p)/p)/2, where the
-    # baseline theorem promises that no attack beats the majority guess.
+    # The prose picks DP_EPS (0.5) because it is below ln((1-p)/p)/2, where
+    # the baseline theorem promises that no attack beats the majority guess.
     p = tb.value("share_high")
     assert 0.23 < p < 0.25  # the census share of incomes above $50K
-    assert tb.value("eps_threshold") > 0.5
-    assert tb.value("float(guessing_bound(2 * 0.5))") < 1 - p
+    eps = tb.value("DP_EPS")
+    assert eps < tb.value("eps_threshold")
+    assert tb.value(f"float(guessing_bound(2 * {eps}))") < 1 - p
 
 
 def test_attack_under_dp_noise_is_no_better_than_the_baseline(tb):
@@ -143,7 +144,7 @@ def test_attack_under_dp_noise_is_no_better_than_the_baseline(tb):
     tb.inject(
         """
         _gaps = recon_laplace_gap(
-            census_bits, 100, 100, 0.5, 40, np.random.default_rng(74)
+            census_bits, 100, 100, DP_EPS, 40, np.random.default_rng(74)
         )
         _mean = float(_gaps.mean())
         _margin = float(3 * _gaps.std(ddof=1) / np.sqrt(len(_gaps)))
@@ -336,7 +337,7 @@ def test_tracer_auc_falls_toward_half_under_dp_noise(tb):
         """
         _rng = np.random.default_rng(77)
         _auc_dp = np.mean(
-            [recon_auc(*recon_tracer_trial(len(cell_left), 1.0, _rng))
+            [recon_auc(*recon_tracer_trial(len(cell_left), TRACER_EPS, _rng))
              for _ in range(20)]
         )
         """
