@@ -195,3 +195,18 @@ def test_bookkeeping_is_out_of_sight(path):
         and "hide-input" in cell.metadata.get("tags", [])
     ]
     assert not folded, f"glue-only cells folded on the page: {folded}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_glued_values_render(path):
+    # myst-nb formats a glued number from its stored text; a numpy scalar is
+    # stored as "np.float64(...)", which it cannot read, so the build fails.
+    unreadable = []
+    for cell in code_cells(path):
+        for output in cell.get("outputs", []):
+            record = output.get("metadata", {}).get("scrapbook")
+            if record:
+                text = output["data"].get(record["mime_prefix"] + "text/plain")
+                if text and text.startswith("np."):
+                    unreadable.append(f"{record['name']} = {text}")
+    assert not unreadable, f"glue plain Python values: {unreadable[:5]}"
