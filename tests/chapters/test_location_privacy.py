@@ -78,6 +78,7 @@ def test_unicity_on_hand_made_traces(tb):
     assert "n_points" in message
     message = value_error_message(tb, "unicity(hand, 1, 0.0, 1, rng)")
     assert "positive" in message
+    assert tb.value("_raises_type_error(lambda: unicity(hand, 1, 1.0, 1, 0))")
 
 
 def test_unicity_grows_with_points_and_matches_the_prose(tb):
