@@ -36,7 +36,8 @@ def pdf_build():
 
 
 @pytest.fixture(scope="module")
-def pdf_text(pdf_build):
+def pdf_pages(pdf_build):
+    """The PDF's text (pdftotext -layout), one string per page."""
     assert pdf_build.returncode == 0, (pdf_build.stdout + pdf_build.stderr)[
         -4000:
     ]
@@ -46,7 +47,13 @@ def pdf_text(pdf_build):
         text=True,
         check=True,
     ).stdout
-    return re.sub(r"\s+", " ", text)
+    return text.split("\f")
+
+
+@pytest.fixture(scope="module")
+def pdf_text(pdf_pages):
+    """The whole PDF's text with white space folded."""
+    return re.sub(r"\s+", " ", "\f".join(pdf_pages))
 
 
 def page_title(name: str) -> str:
@@ -132,18 +139,6 @@ def test_pdf_embeds_every_html_figure(pdf_build):
     )
     embedded = len(listed.stdout.splitlines()) - 2
     assert embedded >= len(html_images)
-
-
-@pytest.fixture(scope="module")
-def pdf_pages(pdf_build):
-    assert pdf_build.returncode == 0
-    text = subprocess.run(
-        ["pdftotext", "-layout", str(PDF), "-"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return text.split("\f")
 
 
 def test_pdf_title_page_says_what_the_book_is(pdf_pages):
