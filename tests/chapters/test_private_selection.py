@@ -356,6 +356,10 @@ def test_no_query_noise_variant_has_zero_probability_output(tb):
         "above_threshold([1.0, 2.0], 0.5, 0, 1.0, rng)",
         "above_threshold([1.0, np.nan], 0.5, 1, 1.0, rng)",
         "rank_and_value_bounds(ages, 0.5, AGE_GRID, 0.1, 1.5)",
+        "private_clipped_mean(ages.astype(float), (0, 90), 1, 1, rng)",
+        "svt_pattern_probability([0.0, 1.0], [False, True], 0.5, 0.0, True)",
+        "svt_pattern_probability([0.0, 1.0], [True, False], 0.5, 1.0, True)",
+        "svt_pattern_probability([0.0], [False, True], 0.5, 1.0, False)",
     ],
 )
 def test_bad_input_is_rejected(tb, call):
