@@ -567,3 +567,10 @@ def test_glued_values_are_plain_python():
     assert len(records) > 50
     numpy_values = [r for r in records if r.startswith(("np.", "array("))]
     assert numpy_values == []
+
+
+def test_attack_target_is_alone_with_their_name(tb):
+    # The prose says the count "people with this name who earn more than
+    # $50K" is 0 or 1: that needs the target's name to be unique.
+    assert tb.value("int((adult['Name'] == target).sum())") == 1
+    assert tb.value("true_answer") == 1
