@@ -574,3 +574,13 @@ def test_attack_target_is_alone_with_their_name(tb):
     # $50K" is 0 or 1: that needs the target's name to be unique.
     assert tb.value("int((adult['Name'] == target).sum())") == 1
     assert tb.value("true_answer") == 1
+
+
+def test_crossover_search_agrees_with_the_formula(tb):
+    # The prose says "Search and formula agree": the brute-force search
+    # over k and 2 ln(1/delta') / (2 - e^eps)^2 give the same first k, and
+    # at eps = 1 >= ln 2 both say "never". Independently of the chapter:
+    # eps = 0.1, delta' = 1e-6 gives 27.631 / 0.80072 = 34.5, so k = 35.
+    assert tb.value("found") == tb.value("predicted")
+    assert tb.value("found")[1] == 35
+    assert tb.value("found")[-1] == "never"
