@@ -584,3 +584,20 @@ def test_crossover_search_agrees_with_the_formula(tb):
     assert tb.value("found") == tb.value("predicted")
     assert tb.value("found")[1] == 35
     assert tb.value("found")[-1] == "never"
+
+
+@pytest.mark.parametrize("call, fragment", [
+    ("averaging_attack_success(0, 10, 0.1, test_rng)", "n_used"),
+    ("averaging_attack_success(10, 0, 0.1, test_rng)", "n_trials"),
+    ("averaging_attack_success(2.5, 10, 0.1, test_rng)", "n_used"),
+    ("averaging_attack_success(10, 10, 0, test_rng)", "epsilon"),
+])
+def test_attack_helper_rejects_bad_input(tb, call, fragment):
+    assert_value_error(tb, call, fragment)
+
+
+def test_attack_helper_at_huge_epsilon_is_always_right(tb):
+    # At epsilon = 1,000 the noise has scale 0.001: it never crosses 0.5
+    # in 2,000 trials (probability e^-500 each), so the attacker is right
+    # every time.
+    assert tb.value("averaging_attack_success(1, 2_000, 1_000.0, test_rng)") == 1.0
