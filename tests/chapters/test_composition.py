@@ -3,18 +3,20 @@
 The notebook is executed once (in its own folder, so that its data loader finds
 ../data/); the tests then call its functions inside the same kernel.
 """
+
 import pytest
-
 from conftest import chapter_kernel, value_error_message
-
 
 
 @pytest.fixture(scope="module")
 def tb():
     with chapter_kernel("composition") as notebook:
-        notebook.inject("""
+        notebook.inject(
+            """
             test_rng = np.random.default_rng(12345)
-        """, pop=True)
+        """,
+            pop=True,
+        )
         yield notebook
 
 
@@ -26,57 +28,74 @@ def assert_value_error(tb, code, fragment):
 
 # ---------- Laplace mechanism ----------
 
+
 def test_laplace_scale_and_centre(tb):
     # 200,000 draws at scale b = 2 / 0.5 = 4: sd is sqrt(2) * 4 = 5.657.
     # The standard error of the mean is 0.013 and of the sd about 0.02, so a
     # tolerance of 0.1 on both fails only for a wrong scale or centre.
     mean, sd = tb.value(
         "[float(x) for x in (lambda d: (d.mean(), d.std()))("
-        "laplace_mechanism(np.full(200_000, 10.0), 2, 0.5, test_rng))]")
+        "laplace_mechanism(np.full(200_000, 10.0), 2, 0.5, test_rng))]"
+    )
     assert abs(mean - 10.0) < 0.1
-    assert abs(sd - 2 ** 0.5 * 4) < 0.1
+    assert abs(sd - 2**0.5 * 4) < 0.1
 
 
 def test_laplace_scalar_returns_float(tb):
-    assert tb.value("type(laplace_mechanism(3, 1, 1.0, test_rng)).__name__") == "float"
+    assert (
+        tb.value("type(laplace_mechanism(3, 1, 1.0, test_rng)).__name__")
+        == "float"
+    )
 
 
-@pytest.mark.parametrize("mechanism", ["laplace_mechanism", "geometric_mechanism"])
+@pytest.mark.parametrize(
+    "mechanism", ["laplace_mechanism", "geometric_mechanism"]
+)
 def test_mechanisms_reject_a_seed_instead_of_a_generator(tb, mechanism):
     # A bare seed would make the draws irreproducible and the seeding of the
     # chapter pointless; the mechanisms insist on a numpy Generator.
-    tb.inject(f"""
+    tb.inject(
+        f"""
         try:
             {mechanism}(5, 1, 1.0, 42)
             caught = "no error"
         except TypeError as err:
             caught = str(err)
-    """, pop=True)
+    """,
+        pop=True,
+    )
     assert "Generator" in tb.value("caught")
 
 
-@pytest.mark.parametrize("call, fragment", [
-    ("laplace_mechanism(1, 1, 0, test_rng)", "epsilon"),
-    ("laplace_mechanism(1, 1, -1, test_rng)", "epsilon"),
-    ("laplace_mechanism(1, 1, float('inf'), test_rng)", "epsilon"),
-    ("laplace_mechanism(1, 0, 1, test_rng)", "sensitivity"),
-    ("laplace_mechanism(1, -2, 1, test_rng)", "sensitivity"),
-])
+@pytest.mark.parametrize(
+    "call, fragment",
+    [
+        ("laplace_mechanism(1, 1, 0, test_rng)", "epsilon"),
+        ("laplace_mechanism(1, 1, -1, test_rng)", "epsilon"),
+        ("laplace_mechanism(1, 1, float('inf'), test_rng)", "epsilon"),
+        ("laplace_mechanism(1, 0, 1, test_rng)", "sensitivity"),
+        ("laplace_mechanism(1, -2, 1, test_rng)", "sensitivity"),
+    ],
+)
 def test_laplace_rejects_bad_input(tb, call, fragment):
     assert_value_error(tb, call, fragment)
 
 
 # ---------- privacy accountant ----------
 
+
 def test_refusal_tells_the_reader_what_was_asked_and_what_is_left(tb):
     # What a reader sees when the budget runs out: which release was
     # refused, the epsilon it asked for, and what is left of which budget.
     # assert_value_error also checks that the refusal is a ValueError, so
     # code that guards against bad input catches it too.
-    tb.inject("""
+    tb.inject(
+        """
         acc = PrivacyAccountant(2.0)
         acc.charge(1.75, "first table")
-    """, pop=True)
+    """,
+        pop=True,
+    )
     message = value_error_message(tb, "acc.charge(0.5, 'second table')")
     assert "'second table'" in message
     assert "epsilon = 0.5" in message
@@ -84,16 +103,20 @@ def test_refusal_tells_the_reader_what_was_asked_and_what_is_left(tb):
     assert tb.value("acc.remaining") == pytest.approx(0.25)
 
 
-@pytest.mark.parametrize("request_code", [
-    "private_count(adult, adult['Age'] >= 65, 0.5, acc, 'old', test_rng)",
-    "dp_counts(adult, ['Education'], education_domain, 0.5, acc, 'hist', test_rng)",
-])
+@pytest.mark.parametrize(
+    "request_code",
+    [
+        "private_count(adult, adult['Age'] >= 65, 0.5, acc, 'old', test_rng)",
+        "dp_counts(adult, ['Education'], education_domain, 0.5, acc, 'hist', test_rng)",
+    ],
+)
 def test_refused_request_releases_nothing(tb, request_code):
     # Finding 14: the accountant must refuse BEFORE anything is released.
     # An over-budget request raises, draws no noise (the generator's state is
     # unchanged, so no noisy value can have been computed), and leaves the
     # ledger and the remaining budget as they were.
-    tb.inject(f"""
+    tb.inject(
+        f"""
         acc = PrivacyAccountant(1.0)
         acc.charge(0.75, "earlier release")
         state_before = test_rng.bit_generator.state
@@ -103,18 +126,23 @@ def test_refused_request_releases_nothing(tb, request_code):
         except BudgetExceededError as err:
             released, refusal = None, str(err)
         rng_unchanged = test_rng.bit_generator.state == state_before
-    """, pop=True)
+    """,
+        pop=True,
+    )
     assert tb.value("released is None")
     assert "Refused" in tb.value("refusal")
     assert tb.value("rng_unchanged") is True
     assert tb.value("acc.remaining") == tb.value("remaining_before")
-    assert tb.value("[list(r) for r in acc.releases]") == [["earlier release", 0.75]]
+    assert tb.value("[list(r) for r in acc.releases]") == [
+        ["earlier release", 0.75]
+    ]
 
 
 def test_accepted_request_is_charged_before_noise_is_drawn(tb):
     # Record the order of events: the ledger entry must exist when the
     # mechanism is called (charge first, release after).
-    tb.inject("""
+    tb.inject(
+        """
         acc = PrivacyAccountant(1.0)
         original_laplace = laplace_mechanism
         ledger_at_release = []
@@ -129,27 +157,39 @@ def test_accepted_request_is_charged_before_noise_is_drawn(tb):
                       "hist", test_rng)
         finally:
             laplace_mechanism = original_laplace
-    """, pop=True)
+    """,
+        pop=True,
+    )
     assert tb.value("ledger_at_release") == [1, 2]
 
 
-@pytest.mark.parametrize("budget", ["-1", "-0.001", "float('nan')", "float('inf')"])
+@pytest.mark.parametrize(
+    "budget", ["-1", "-0.001", "float('nan')", "float('inf')"]
+)
 def test_accountant_rejects_bad_budget(tb, budget):
     assert_value_error(tb, f"PrivacyAccountant({budget})", "budget")
 
 
 @pytest.mark.parametrize("epsilon", ["0", "-0.1", "float('nan')"])
 def test_accountant_rejects_bad_epsilon(tb, epsilon):
-    assert_value_error(tb, f"PrivacyAccountant(1).charge({epsilon}, 'q')", "epsilon")
+    assert_value_error(
+        tb, f"PrivacyAccountant(1).charge({epsilon}, 'q')", "epsilon"
+    )
 
 
 def test_accountant_records_and_refuses(tb):
-    tb.inject("""
+    tb.inject(
+        """
         acc = PrivacyAccountant(1.0)
         acc.charge(0.6, "first")
         acc.charge(0.4, "second")
-    """, pop=True)
-    assert tb.value("[list(r) for r in acc.releases]") == [["first", 0.6], ["second", 0.4]]
+    """,
+        pop=True,
+    )
+    assert tb.value("[list(r) for r in acc.releases]") == [
+        ["first", 0.6],
+        ["second", 0.4],
+    ]
     assert_value_error(tb, "acc.charge(0.01, 'third')", "Refused 'third'")
     # A refused release leaves the ledger unchanged.
     assert tb.value("len(acc.releases)") == 2
@@ -160,7 +200,8 @@ def test_many_small_spends_never_exceed_budget(tb):
     # Spend 0.01 until refused, from a budget of 1: exactly 100 pass (the
     # tolerance absorbs the rounding in 100 x 0.01), the 101st is refused, and
     # the total never exceeds the budget by more than the tolerance.
-    tb.inject("""
+    tb.inject(
+        """
         acc = PrivacyAccountant(1.0)
         accepted, overspent = 0, False
         for _ in range(1_000):
@@ -170,7 +211,9 @@ def test_many_small_spends_never_exceed_budget(tb):
                 break
             accepted += 1
             overspent = overspent or acc.spent > acc.budget + acc.TOLERANCE
-    """, pop=True)
+    """,
+        pop=True,
+    )
     assert tb.value("accepted") == 100
     assert tb.value("overspent") is False
     assert tb.value("acc.spent") <= 1.0 + 1e-9
@@ -180,7 +223,8 @@ def test_random_spends_stay_within_budget(tb):
     # Property test: 2,000 attempted spends of random sizes against a budget of
     # 3; after each attempt the recorded total is within budget + tolerance, and
     # every refusal happened only when the spend would really have overshot.
-    tb.inject("""
+    tb.inject(
+        """
         acc = PrivacyAccountant(3.0)
         spend_rng = np.random.default_rng(7)
         violations, wrong_refusals, refusals = 0, 0, 0
@@ -192,7 +236,9 @@ def test_random_spends_stay_within_budget(tb):
                 refusals += 1
                 wrong_refusals += before + eps <= acc.budget - 1e-9
             violations += acc.spent > acc.budget + acc.TOLERANCE
-    """, pop=True)
+    """,
+        pop=True,
+    )
     assert tb.value("int(violations)") == 0
     assert tb.value("int(wrong_refusals)") == 0
     assert tb.value("refusals") > 0  # the sequence does run past the budget
@@ -200,37 +246,50 @@ def test_random_spends_stay_within_budget(tb):
 
 def test_accountant_tolerates_float_rounding(tb):
     # 0.1 + 0.2 > 0.3 in binary; the accountant must still accept both.
-    tb.inject("acc = PrivacyAccountant(0.3); acc.charge(0.1, 'a'); acc.charge(0.2, 'b')",
-              pop=True)
+    tb.inject(
+        "acc = PrivacyAccountant(0.3); acc.charge(0.1, 'a'); acc.charge(0.2, 'b')",
+        pop=True,
+    )
     assert tb.value("len(acc.releases)") == 2
     assert_value_error(tb, "acc.charge(1e-6, 'c')", "Refused")
 
 
 def test_zero_budget_refuses_everything(tb):
-    assert_value_error(tb, "PrivacyAccountant(0).charge(0.001, 'q')", "Refused")
+    assert_value_error(
+        tb, "PrivacyAccountant(0).charge(0.001, 'q')", "Refused"
+    )
 
 
 def test_private_count_charges_accountant(tb):
-    tb.inject("""
+    tb.inject(
+        """
         acc = PrivacyAccountant(1.0)
         pc = private_count(adult, adult["Age"] >= 65, 0.25, acc, "old", test_rng)
-    """, pop=True)
+    """,
+        pop=True,
+    )
     assert tb.value("acc.spent") == pytest.approx(0.25)
     true_count = tb.value("int((adult['Age'] >= 65).sum())")
     # Laplace scale 4: |noise| < 60 has probability 1 - exp(-15).
     assert abs(tb.value("pc") - true_count) < 60
-    assert_value_error(tb, "private_count(adult, [True], 0.1, acc, 'x', test_rng)", "mask")
+    assert_value_error(
+        tb, "private_count(adult, [True], 0.1, acc, 'x', test_rng)", "mask"
+    )
 
 
 # ---------- parallel composition: dp_counts ----------
 
+
 def test_dp_counts_keeps_public_domain(tb):
-    tb.inject("""
+    tb.inject(
+        """
         dom = pd.Index(EDUCATION_LEVELS + ["Unknown-level"], name="Education")
         noisy_counts = dp_counts(adult, ["Education"], dom, 1.0,
                                  PrivacyAccountant(1.0), "hist", test_rng)
         true_counts = adult["Education"].value_counts().reindex(dom, fill_value=0)
-    """, pop=True)
+    """,
+        pop=True,
+    )
     assert tb.value("list(noisy_counts.index)") == tb.value("list(dom)")
     # Laplace scale 1: every one of 17 cells within 20 has probability > 1 - 1e-7.
     assert tb.value("float((noisy_counts - true_counts).abs().max())") < 20
@@ -239,11 +298,14 @@ def test_dp_counts_keeps_public_domain(tb):
 
 
 def test_dp_counts_contingency_table_shape(tb):
-    tb.inject("""
+    tb.inject(
+        """
         acc = PrivacyAccountant(1.0)
         cross = dp_counts(adult, ['Education', 'Target'], table_domain, 1.0,
                           acc, 'table', test_rng)
-    """, pop=True)
+    """,
+        pop=True,
+    )
     assert tb.value("len(cross)") == 32
     # Parallel composition: the 32 disjoint cells cost one epsilon in all.
     assert tb.value("acc.spent") == pytest.approx(1.0)
@@ -252,14 +314,20 @@ def test_dp_counts_contingency_table_shape(tb):
 def test_dp_counts_rejects_bad_input_without_charging(tb):
     tb.inject("acc = PrivacyAccountant(1.0)", pop=True)
     assert_value_error(
-        tb, "dp_counts(adult, ['Nope'], education_domain, 1.0, acc, 'h', test_rng)",
-        "Unknown column")
+        tb,
+        "dp_counts(adult, ['Nope'], education_domain, 1.0, acc, 'h', test_rng)",
+        "Unknown column",
+    )
     assert_value_error(
-        tb, "dp_counts(adult, ['Education'], pd.Index([]), 1.0, acc, 'h', test_rng)",
-        "domain")
+        tb,
+        "dp_counts(adult, ['Education'], pd.Index([]), 1.0, acc, 'h', test_rng)",
+        "domain",
+    )
     assert_value_error(
-        tb, "dp_counts(adult, ['Education'], education_domain, 0, acc, 'h', test_rng)",
-        "epsilon")
+        tb,
+        "dp_counts(adult, ['Education'], education_domain, 0, acc, 'h', test_rng)",
+        "epsilon",
+    )
     # A request rejected for bad input costs nothing.
     assert tb.value("acc.spent") == 0
 
@@ -271,7 +339,8 @@ def test_dp_counts_noise_per_cell_is_that_of_one_count(tb):
     # of a 4-row table give 8,000 noise values; the sd estimate then has
     # relative standard error about sqrt(5 / (4 * 8,000)) = 1.3% (Laplace
     # kurtosis 6), so 8% fails only for a wrong scale.
-    tb.inject("""
+    tb.inject(
+        """
         tiny = pd.DataFrame({"Education": ["Doctorate"] * 3 + ["9th"]})
         acc = PrivacyAccountant(1_000.0)
         tiny_truth = tiny.groupby("Education").size().reindex(
@@ -280,47 +349,71 @@ def test_dp_counts_noise_per_cell_is_that_of_one_count(tb):
             (dp_counts(tiny, ["Education"], education_domain, 0.5, acc,
                        "tiny", test_rng) - tiny_truth).to_numpy()
             for _ in range(500)])
-    """, pop=True)
-    assert tb.value("float(errors.std())") == pytest.approx(2 ** 0.5 / 0.5, rel=0.08)
+    """,
+        pop=True,
+    )
+    assert tb.value("float(errors.std())") == pytest.approx(
+        2**0.5 / 0.5, rel=0.08
+    )
     assert abs(tb.value("float(errors.mean())")) < 0.1  # se 0.03
     assert tb.value("acc.spent") == pytest.approx(250.0)
 
 
 # ---------- sensitivity and clipped means ----------
 
-@pytest.mark.parametrize("lower, upper, model, expected", [
-    (0, 99, "add/remove", 99),
-    (17, 90, "add/remove", 90),
-    (17, 90, "replace", 73),
-    (-3, 2, "add/remove", 3),
-    (-3, 2, "replace", 5),
-    (-10, -4, "add/remove", 10),
-])
+
+@pytest.mark.parametrize(
+    "lower, upper, model, expected",
+    [
+        (0, 99, "add/remove", 99),
+        (17, 90, "add/remove", 90),
+        (17, 90, "replace", 73),
+        (-3, 2, "add/remove", 3),
+        (-3, 2, "replace", 5),
+        (-10, -4, "add/remove", 10),
+    ],
+)
 def test_clipped_sum_sensitivity(tb, lower, upper, model, expected):
-    assert tb.value(f"clipped_sum_sensitivity({lower}, {upper}, {model!r})") == expected
+    assert (
+        tb.value(f"clipped_sum_sensitivity({lower}, {upper}, {model!r})")
+        == expected
+    )
 
 
 def test_clipped_sum_sensitivity_rejects_bad_input(tb):
     assert_value_error(tb, "clipped_sum_sensitivity(5, 1)", "lower <= upper")
-    assert_value_error(tb, "clipped_sum_sensitivity(0, 1, 'swap')", "neighbours")
+    assert_value_error(
+        tb, "clipped_sum_sensitivity(0, 1, 'swap')", "neighbours"
+    )
 
 
 def test_dp_clipped_mean_is_accurate_and_in_bounds(tb):
     # 1,000 releases of the mean age of the whole table at epsilon = 1: noise on
     # the mean is about sqrt(2) * 90 / 0.5 / 32,561 = 0.008, so the average
     # release must be within 0.05 of the truth.
-    tb.inject("""
+    tb.inject(
+        """
         mean_releases = np.array([dp_clipped_mean(adult["Age"], 17, 90, 1.0, test_rng)
                                   for _ in range(1_000)])
-    """, pop=True)
+    """,
+        pop=True,
+    )
     true_mean = tb.value("float(adult['Age'].mean())")
     assert abs(tb.value("float(mean_releases.mean())") - true_mean) < 0.05
-    assert tb.value("bool(((mean_releases >= 17) & (mean_releases <= 90)).all())")
+    assert tb.value(
+        "bool(((mean_releases >= 17) & (mean_releases <= 90)).all())"
+    )
 
 
 def test_dp_clipped_mean_clips(tb):
     # Bounds [0, 10] on ages clip everybody to 10, so the release is near 10.
-    assert abs(tb.value("dp_clipped_mean(adult['Age'], 0, 10, 1.0, test_rng)") - 10) < 0.1
+    assert (
+        abs(
+            tb.value("dp_clipped_mean(adult['Age'], 0, 10, 1.0, test_rng)")
+            - 10
+        )
+        < 0.1
+    )
 
 
 def test_dp_clipped_mean_clamps_release_into_bounds(tb):
@@ -331,42 +424,57 @@ def test_dp_clipped_mean_clamps_release_into_bounds(tb):
 
 
 def test_dp_clipped_mean_rejects_bad_input(tb):
-    assert_value_error(tb, "dp_clipped_mean([1, 2], 5, 1, 1.0, test_rng)", "lower <= upper")
-    assert_value_error(tb, "dp_clipped_mean([1, 2], 0, 5, 0, test_rng)", "epsilon")
-    assert_value_error(tb, "dp_clipped_mean([1, 2], 0, 5, -1, test_rng)", "epsilon")
+    assert_value_error(
+        tb, "dp_clipped_mean([1, 2], 5, 1, 1.0, test_rng)", "lower <= upper"
+    )
+    assert_value_error(
+        tb, "dp_clipped_mean([1, 2], 0, 5, 0, test_rng)", "epsilon"
+    )
+    assert_value_error(
+        tb, "dp_clipped_mean([1, 2], 0, 5, -1, test_rng)", "epsilon"
+    )
 
 
 # ---------- geometric mechanism ----------
 
+
 def test_geometric_pmf_formula(tb):
     # alpha = exp(-0.5); P(0) = (1 - alpha) / (1 + alpha); sums to 1.
     import math
+
     alpha = math.exp(-0.5)
     assert tb.value("float(two_sided_geometric_pmf(0, 0.5))") == pytest.approx(
-        (1 - alpha) / (1 + alpha))
-    assert tb.value("float(two_sided_geometric_pmf(-3, 0.5))") == pytest.approx(
-        (1 - alpha) / (1 + alpha) * alpha ** 3)
-    assert tb.value("float(two_sided_geometric_pmf(np.arange(-500, 501), 0.5).sum())") == \
-        pytest.approx(1.0)
+        (1 - alpha) / (1 + alpha)
+    )
+    assert tb.value(
+        "float(two_sided_geometric_pmf(-3, 0.5))"
+    ) == pytest.approx((1 - alpha) / (1 + alpha) * alpha**3)
+    assert tb.value(
+        "float(two_sided_geometric_pmf(np.arange(-500, 501), 0.5).sum())"
+    ) == pytest.approx(1.0)
     # Sensitivity 2 halves the decay rate: alpha = exp(-epsilon / 2).
-    assert tb.value("float(two_sided_geometric_pmf(1, 1.0, 2))") == pytest.approx(
-        (1 - alpha) / (1 + alpha) * alpha)
+    assert tb.value(
+        "float(two_sided_geometric_pmf(1, 1.0, 2))"
+    ) == pytest.approx((1 - alpha) / (1 + alpha) * alpha)
 
 
-@pytest.mark.parametrize("epsilon, sensitivity", [(0.5, 1), (1.0, 1), (1.0, 3)])
+@pytest.mark.parametrize(
+    "epsilon, sensitivity", [(0.5, 1), (1.0, 1), (1.0, 3)]
+)
 def test_geometric_empirical_pmf_matches_formula(tb, epsilon, sensitivity):
     # 300,000 draws at a fixed seed. Each probability is at most 0.46, so its
     # standard error is at most sqrt(0.25 / 300,000) = 0.0009; we allow 0.004
     # (over 4 standard errors) on every value in [-20, 20], plus a chi-square
     # test on the bins with expected count >= 5.
     from scipy import stats
+
     counts, expected = tb.value(f"""(lambda d, ks: (
         [int((d == k).sum()) for k in ks],
         (len(d) * two_sided_geometric_pmf(ks, {epsilon}, {sensitivity})).tolist()))(
         geometric_mechanism(np.zeros(300_000, dtype=int), {sensitivity}, {epsilon},
                             np.random.default_rng(99)) , np.arange(-20, 21))""")
     n = 300_000
-    max_gap = max(abs(c - e) / n for c, e in zip(counts, expected))
+    max_gap = max(abs(c - e) / n for c, e in zip(counts, expected, strict=False))
     assert max_gap < 0.004
     keep = [i for i, e in enumerate(expected) if e >= 5]
     observed = [counts[i] for i in keep]
@@ -379,32 +487,38 @@ def test_geometric_empirical_pmf_matches_formula(tb, epsilon, sensitivity):
 
 
 def test_geometric_mechanism_is_integer_and_centred(tb):
-    dtype_kind, mean = tb.value("""(lambda out: (out.dtype.kind, float(out.mean())))(
+    dtype_kind, mean = (
+        tb.value("""(lambda out: (out.dtype.kind, float(out.mean())))(
         geometric_mechanism(np.full(100_000, 50), 1, 1.0, test_rng))""")
+    )
     assert dtype_kind == "i"
     # Variance 2 alpha / (1 - alpha)^2 = 1.84 at epsilon 1; se of the mean 0.004.
     assert abs(mean - 50) < 0.03
 
 
-@pytest.mark.parametrize("call, fragment", [
-    ("geometric_mechanism(5, 1, 0, test_rng)", "epsilon"),
-    ("geometric_mechanism(5, 1, -1, test_rng)", "epsilon"),
-    ("geometric_mechanism(5, 1.5, 1, test_rng)", "sensitivity"),
-    ("geometric_mechanism(5, 0, 1, test_rng)", "sensitivity"),
-    ("geometric_mechanism(5.5, 1, 1, test_rng)", "integer"),
-    ("two_sided_geometric_pmf(0, 0)", "epsilon"),
-    ("two_sided_geometric_pmf(0, 1, -1)", "sensitivity"),
-    ("rounded_laplace_pmf(0, -1)", "epsilon"),
-    ("rounded_laplace_pmf(0, 1, 0)", "sensitivity"),
-    ("rounded_laplace_pmf(0, 1, -2)", "sensitivity"),
-])
+@pytest.mark.parametrize(
+    "call, fragment",
+    [
+        ("geometric_mechanism(5, 1, 0, test_rng)", "epsilon"),
+        ("geometric_mechanism(5, 1, -1, test_rng)", "epsilon"),
+        ("geometric_mechanism(5, 1.5, 1, test_rng)", "sensitivity"),
+        ("geometric_mechanism(5, 0, 1, test_rng)", "sensitivity"),
+        ("geometric_mechanism(5.5, 1, 1, test_rng)", "integer"),
+        ("two_sided_geometric_pmf(0, 0)", "epsilon"),
+        ("two_sided_geometric_pmf(0, 1, -1)", "sensitivity"),
+        ("rounded_laplace_pmf(0, -1)", "epsilon"),
+        ("rounded_laplace_pmf(0, 1, 0)", "sensitivity"),
+        ("rounded_laplace_pmf(0, 1, -2)", "sensitivity"),
+    ],
+)
 def test_geometric_rejects_bad_input(tb, call, fragment):
     assert_value_error(tb, call, fragment)
 
 
 def test_rounded_laplace_pmf_sums_to_one_and_is_dp(tb):
-    assert tb.value("float(rounded_laplace_pmf(np.arange(-2000, 2001), 1.0).sum())") == \
-        pytest.approx(1.0)
+    assert tb.value(
+        "float(rounded_laplace_pmf(np.arange(-2000, 2001), 1.0).sum())"
+    ) == pytest.approx(1.0)
     # Neighbouring counts 10 and 11: every output's log-ratio is at most epsilon.
     worst = tb.value("""float(np.abs(np.log(rounded_laplace_pmf(np.arange(-30, 41) - 10, 1.0)
                          / rounded_laplace_pmf(np.arange(-30, 41) - 11, 1.0))).max())""")
@@ -419,18 +533,22 @@ def test_integer_noise_table_matches_closed_forms(tb, epsilon):
     # Laplace). The prose's claim that the geometric mechanism is better
     # at every epsilon rests on these forms.
     import math
+
     row = tb.value(f"integer_noise.loc[{epsilon}].to_dict()")
     assert row["P(exact), geometric"] == pytest.approx(math.tanh(epsilon / 2))
     assert row["P(exact), rounded Laplace"] == pytest.approx(
-        1 - math.exp(-epsilon / 2))
+        1 - math.exp(-epsilon / 2)
+    )
     assert row["E|error|, geometric"] == pytest.approx(1 / math.sinh(epsilon))
     assert row["E|error|, rounded Laplace"] == pytest.approx(
-        1 / (2 * math.sinh(epsilon / 2)))
+        1 / (2 * math.sinh(epsilon / 2))
+    )
     assert row["P(exact), geometric"] > row["P(exact), rounded Laplace"]
     assert row["E|error|, geometric"] < row["E|error|, rounded Laplace"]
 
 
 # ---------- advanced composition ----------
+
 
 def test_advanced_composition_hand_computed(tb):
     # k = 100, epsilon = 0.1, delta' = 1e-6, by hand:
@@ -446,6 +564,7 @@ def test_advanced_composition_hand_computed(tb):
 def test_advanced_beats_basic_exactly_past_the_crossover(tb, epsilon):
     # eps' < k eps  <=>  k > 2 ln(1/delta') / (2 - e^eps)^2 (for eps < ln 2).
     import math
+
     threshold = 2 * math.log(1e6) / (2 - math.exp(epsilon)) ** 2
     below, above = math.floor(threshold), math.floor(threshold) + 1
     wins = tb.value(f"""[bool(advanced_composition_epsilon({epsilon}, k, 1e-6)
@@ -460,18 +579,22 @@ def test_advanced_never_beats_basic_from_ln2(tb, epsilon):
         {epsilon}, np.arange(1, 100_001), 1e-6) >= np.arange(1, 100_001) * {epsilon}))""")
 
 
-@pytest.mark.parametrize("call, fragment", [
-    ("advanced_composition_epsilon(0, 10, 1e-6)", "epsilon"),
-    ("advanced_composition_epsilon(0.1, 0, 1e-6)", "k"),
-    ("advanced_composition_epsilon(0.1, 2.5, 1e-6)", "k"),
-    ("advanced_composition_epsilon(0.1, 10, 0)", "delta_prime"),
-    ("advanced_composition_epsilon(0.1, 10, 1)", "delta_prime"),
-])
+@pytest.mark.parametrize(
+    "call, fragment",
+    [
+        ("advanced_composition_epsilon(0, 10, 1e-6)", "epsilon"),
+        ("advanced_composition_epsilon(0.1, 0, 1e-6)", "k"),
+        ("advanced_composition_epsilon(0.1, 2.5, 1e-6)", "k"),
+        ("advanced_composition_epsilon(0.1, 10, 0)", "delta_prime"),
+        ("advanced_composition_epsilon(0.1, 10, 1)", "delta_prime"),
+    ],
+)
 def test_advanced_composition_rejects_bad_input(tb, call, fragment):
     assert_value_error(tb, call, fragment)
 
 
 # ---------- solutions ----------
+
 
 def test_budget_protects_solution_matches_theory(tb):
     # 100,000 repetitions: the success rate has standard error
@@ -502,7 +625,7 @@ def test_averaging_attack_rates_match_theory(tb):
     from statistics import NormalDist
 
     def normal_theory(k):
-        return NormalDist().cdf(0.5 / (2 ** 0.5 * 10 / math.sqrt(k)))
+        return NormalDist().cdf(0.5 / (2**0.5 * 10 / math.sqrt(k)))
 
     assert tb.value("n_trials[1]") >= 1_000_000
     assert abs(tb.value("attack_rate[1]") - (1 - math.exp(-0.05) / 2)) < 0.002
@@ -520,6 +643,7 @@ def test_attack_never_beats_the_dp_ceiling(tb):
     # chapter). The measured rate may exceed it only by sampling error:
     # we allow 4 standard errors of the chapter's number of trials.
     import math
+
     for k in (1, 10, 100):
         ceiling = 1 / (1 + math.exp(-0.1 * k))
         trials = tb.value(f"n_trials[{k}]")
@@ -528,24 +652,30 @@ def test_attack_never_beats_the_dp_ceiling(tb):
         assert tb.value(f"ceiling[{k}]") == pytest.approx(ceiling)
 
 
-@pytest.mark.parametrize("request_code", [
-    "private_count(adult, adult['Age'] >= 65, 0.5, acc, 'old', 42)",
-    "private_count(adult, [True], 0.5, acc, 'old', test_rng)",
-    "dp_counts(adult, ['Education'], education_domain, 0.5, acc, 'hist', 42)",
-    "dp_counts(adult, ['Nope'], education_domain, 0.5, acc, 'hist', test_rng)",
-])
+@pytest.mark.parametrize(
+    "request_code",
+    [
+        "private_count(adult, adult['Age'] >= 65, 0.5, acc, 'old', 42)",
+        "private_count(adult, [True], 0.5, acc, 'old', test_rng)",
+        "dp_counts(adult, ['Education'], education_domain, 0.5, acc, 'hist', 42)",
+        "dp_counts(adult, ['Nope'], education_domain, 0.5, acc, 'hist', test_rng)",
+    ],
+)
 def test_bad_request_costs_no_budget(tb, request_code):
     # A request rejected for bad input (a seed instead of a Generator, a
     # mask of the wrong length, an unknown column) must fail before the
     # accountant is charged.
-    tb.inject(f"""
+    tb.inject(
+        f"""
         acc = PrivacyAccountant(1.0)
         try:
             {request_code}
             rejected = None
         except (TypeError, ValueError) as err:
             rejected = type(err).__name__
-    """, pop=True)
+    """,
+        pop=True,
+    )
     assert tb.value("rejected") in ("TypeError", "ValueError")
     assert tb.value("acc.releases") == []
 
@@ -560,7 +690,8 @@ def test_glued_values_are_plain_python():
     notebook = json.loads((CHAPTERS_DIR / "composition.ipynb").read_text())
     records = [
         "".join(output["data"]["application/papermill.record/text/plain"])
-        for cell in notebook["cells"] if cell["cell_type"] == "code"
+        for cell in notebook["cells"]
+        if cell["cell_type"] == "code"
         for output in cell.get("outputs", [])
         if "application/papermill.record/text/plain" in output.get("data", {})
     ]
@@ -586,12 +717,15 @@ def test_crossover_search_agrees_with_the_formula(tb):
     assert tb.value("found")[-1] == "never"
 
 
-@pytest.mark.parametrize("call, fragment", [
-    ("averaging_attack_success(0, 10, 0.1, test_rng)", "n_used"),
-    ("averaging_attack_success(10, 0, 0.1, test_rng)", "n_trials"),
-    ("averaging_attack_success(2.5, 10, 0.1, test_rng)", "n_used"),
-    ("averaging_attack_success(10, 10, 0, test_rng)", "epsilon"),
-])
+@pytest.mark.parametrize(
+    "call, fragment",
+    [
+        ("averaging_attack_success(0, 10, 0.1, test_rng)", "n_used"),
+        ("averaging_attack_success(10, 0, 0.1, test_rng)", "n_trials"),
+        ("averaging_attack_success(2.5, 10, 0.1, test_rng)", "n_used"),
+        ("averaging_attack_success(10, 10, 0, test_rng)", "epsilon"),
+    ],
+)
 def test_attack_helper_rejects_bad_input(tb, call, fragment):
     assert_value_error(tb, call, fragment)
 
@@ -600,4 +734,7 @@ def test_attack_helper_at_huge_epsilon_is_always_right(tb):
     # At epsilon = 1,000 the noise has scale 0.001: it never crosses 0.5
     # in 2,000 trials (probability e^-500 each), so the attacker is right
     # every time.
-    assert tb.value("averaging_attack_success(1, 2_000, 1_000.0, test_rng)") == 1.0
+    assert (
+        tb.value("averaging_attack_success(1, 2_000, 1_000.0, test_rng)")
+        == 1.0
+    )
