@@ -474,7 +474,9 @@ def test_geometric_empirical_pmf_matches_formula(tb, epsilon, sensitivity):
         geometric_mechanism(np.zeros(300_000, dtype=int), {sensitivity}, {epsilon},
                             np.random.default_rng(99)) , np.arange(-20, 21))""")
     n = 300_000
-    max_gap = max(abs(c - e) / n for c, e in zip(counts, expected, strict=False))
+    max_gap = max(
+        abs(c - e) / n for c, e in zip(counts, expected, strict=False)
+    )
     assert max_gap < 0.004
     keep = [i for i, e in enumerate(expected) if e >= 5]
     observed = [counts[i] for i in keep]
