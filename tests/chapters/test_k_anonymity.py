@@ -298,6 +298,15 @@ def test_census_release_claims(tb):
         )
         is True
     )
+    # The sex exercise's solution: every class of the clipped table holds
+    # both sexes, so adding Sex splits every class in two.
+    assert (
+        tb.value(
+            "int(clipped.groupby(AGE_EDU, observed=True)['Sex']"
+            ".nunique().min())"
+        )
+        == 2
+    )
 
 
 # --- Mondrian ----------------------------------------------------------------
@@ -702,6 +711,10 @@ def test_clinic_two_zip_digits_leave_a_single_zip_value(tb):
     assert glued("kanon_clinic_zip_values") == 1
     assert tb.value("merged['Zip'].nunique()") == 1
     assert glued("kanon_clinic_n") == 12
+    # The baselines of the two clinic attacks: 4 of 12 have cancer, 2 of
+    # 12 depression.
+    assert glued("kanon_clinic_cancer_share") == pytest.approx(4 / 12)
+    assert glued("kanon_clinic_depression_share") == pytest.approx(2 / 12)
     # "Every patient is unique" before generalizing.
     assert tb.value("check_k_anonymity(clinic, CLINIC_QI, 1).n_groups") == 12
 
