@@ -4,10 +4,33 @@ The notebook is executed once (about ten seconds); every test then runs
 code in its kernel.
 """
 
+import ast
 import json
 
+import nbformat
+import numpy as np
+import pandas as pd
 import pytest
 from conftest import ROOT, chapter_kernel, value_error_message
+
+NOTEBOOK = ROOT / "chapters" / "k-anonymity.ipynb"
+DATA = ROOT / "data" / "adult_with_pii.csv"
+
+
+def glued(name):
+    """The value the chapter glued under `name`, as stored in the notebook.
+
+    This is what a reader of the book sees (nbval checks that re-executing
+    the chapter reproduces these stored outputs).
+    """
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            record = output.get("metadata", {}).get("scrapbook", {})
+            if record.get("name") == name:
+                text = output["data"][record["mime_prefix"] + "text/plain"]
+                return ast.literal_eval(text)
+    raise KeyError(f"nothing glued under {name!r}")
 
 
 @pytest.fixture(scope="module")
@@ -275,6 +298,15 @@ def test_census_release_claims(tb):
         )
         is True
     )
+    # The sex exercise's solution: every class of the clipped table holds
+    # both sexes, so adding Sex splits every class in two.
+    assert (
+        tb.value(
+            "int(clipped.groupby(AGE_EDU, observed=True)['Sex']"
+            ".nunique().min())"
+        )
+        == 2
+    )
 
 
 # --- Mondrian ----------------------------------------------------------------
@@ -513,3 +545,221 @@ def test_glued_values_are_plain_numbers_and_strings():
     ]
     assert texts
     assert [text for text in texts if text.startswith("np.")] == []
+
+
+# --- review: figures recomputed independently, theorem scope, attacks --------
+
+
+def _census_release():
+    """The chapter's release rebuilt with plain pandas from the CSV.
+
+    Age bands under 30 / 30-39 / 40-49 / 50-59 / 60+, education clipped
+    to 3..14, classes of fewer than 50 rows suppressed.
+    """
+    data = pd.read_csv(DATA, dtype={"Zip": str, "SSN": str})
+    age = data["Age"]
+    band = np.select([age < 30, age < 40, age < 50, age < 60], [0, 1, 2, 3], 4)
+    frame = pd.DataFrame(
+        {
+            "band": band,
+            "edu": data["Education-Num"].clip(3, 14),
+            "income": data["Target"],
+            "hours": data["Hours per week"],
+        }
+    )
+    sizes = frame.groupby(["band", "edu"])["band"].transform("size")
+    return data, frame, sizes
+
+
+def test_glued_figures_match_an_independent_recomputation():
+    data, frame, sizes = _census_release()
+    raw = data.groupby(["Age", "Education-Num", "Zip"])["Age"].transform(
+        "size"
+    )
+    assert glued("kanon_raw_unique") == int((raw == 1).sum())
+    assert glued("kanon_clipped_k") == int(sizes.min())
+    kept = frame[sizes >= 50]
+    assert glued("kanon_policy_suppressed") == int((sizes < 50).sum())
+    classes = kept.groupby(["band", "edu"])["income"]
+    assert glued("kanon_release_k") == int(classes.size().min())
+    high = (kept["income"] == ">50K").groupby([kept["band"], kept["edu"]])
+    share = float((kept["income"] == ">50K").mean())
+    assert glued("kanon_release_high_income") == pytest.approx(share)
+    # Two incomes: EMD = total variation = |class share - release share|.
+    assert glued("kanon_census_t") == pytest.approx(
+        float((high.mean() - share).abs().max())
+    )
+    top = classes.agg(lambda s: s.value_counts(normalize=True).max())
+    dominated = top >= 0.95
+    assert glued("kanon_uniform_dominated") == int(dominated.sum())
+    assert glued("kanon_uniform_dominated_people") == int(
+        classes.size()[dominated].sum()
+    )
+    # Ordered EMD of Li et al. (2007) over the hour values that occur.
+    values = np.sort(kept["hours"].unique())
+    table = kept["hours"].value_counts(normalize=True).reindex(values)
+    t_hours = max(
+        np.abs(
+            np.cumsum(
+                group.value_counts(normalize=True)
+                .reindex(values, fill_value=0)
+                .to_numpy()
+                - table.to_numpy()
+            )
+        ).sum()
+        / (len(values) - 1)
+        for _, group in kept.groupby(["band", "edu"])["hours"]
+    )
+    assert glued("kanon_census_t_hours") == pytest.approx(t_hours)
+    assert glued("kanon_hours_values") == len(values)
+    assert glued("kanon_bottom_coded_share") == pytest.approx(
+        float((data["Age"] < 30).mean())
+    )
+    assert glued("kanon_top_coded_share") == pytest.approx(
+        float((data["Age"] >= 60).mean())
+    )
+
+
+def test_income_attack_is_measured_against_the_table_majority(tb):
+    data, frame, sizes = _census_release()
+    kept = frame[sizes >= 50]
+    baseline = float(kept["income"].value_counts(normalize=True).max())
+    counts = pd.crosstab([kept["band"], kept["edu"]], kept["income"])
+    attack = float(counts.max(axis=1).sum() / len(kept))
+    assert glued("kanon_attack_baseline") == pytest.approx(baseline)
+    assert glued("kanon_attack_uniform") == pytest.approx(attack)
+    assert attack > baseline
+    # The prose says every dominated class, in both releases, is dominated
+    # by the table's majority income.
+    majority = kept["income"].value_counts().idxmax()
+    assert glued("kanon_dominant_incomes") == majority
+    # Hand-made table: classes {a, a, b} and {b, b}; the class majorities
+    # are right for 4 of 5 rows, the table majority (b) for 3 of 5.
+    tb.inject(
+        """
+        votes = pd.DataFrame({"q": [0, 0, 0, 1, 1], "s": list("aabbb")})
+        """
+    )
+    assert tb.value(
+        "majority_guess_accuracy(votes, ['q'], 's')"
+    ) == pytest.approx(0.8)
+    assert tb.value("table_majority_accuracy(votes, 's')") == pytest.approx(
+        0.6
+    )
+    assert "s2" in value_error_message(
+        tb, "majority_guess_accuracy(votes, ['q'], 's2')"
+    )
+
+
+def test_generalization_theorem_and_where_it_stops(tb):
+    # The theorem: a function of the quasi-identifier values keeps k, over
+    # many random tables and random coarsenings. Its limits: recoding one
+    # row of a class differently, dropping part of a class, and widths
+    # that do not nest (2 -> 5) can all lower k.
+    tb.inject(
+        """
+        theorem_rng = np.random.default_rng(3)
+        theorem_failures = 0
+        for trial in range(100):
+            base = pd.DataFrame({
+                "a": theorem_rng.integers(0, 30, 60),
+                "b": theorem_rng.integers(0, 4, 60),
+            })
+            k_before = check_k_anonymity(base, ["a", "b"], 1).smallest_group
+            lookup = theorem_rng.integers(0, 5, 30)
+            coarse = base.assign(a=lookup[base["a"]])
+            k_after = check_k_anonymity(coarse, ["a", "b"], 1).smallest_group
+            theorem_failures += int(k_after < k_before)
+        twins = pd.DataFrame({"age": [34, 34, 36, 36]})
+        twins_global = twins.assign(age=generalize_numeric(twins["age"], 10))
+        twins_local = twins_global.copy()
+        twins_local.loc[0, "age"] = "30-49"
+        straddle = pd.Series([4, 5])
+        """
+    )
+    assert tb.value("theorem_failures") == 0
+    assert (
+        tb.value("check_k_anonymity(twins_global, ['age'], 1).smallest_group")
+        == 4
+    )
+    assert (
+        tb.value("check_k_anonymity(twins_local, ['age'], 1).smallest_group")
+        == 1
+    )
+    assert (
+        tb.value(
+            "check_k_anonymity(twins.iloc[1:], ['age'], 2).is_k_anonymous"
+        )
+        is False
+    )
+    assert tb.value("generalize_numeric(straddle, 2).nunique()") == 1
+    assert tb.value("generalize_numeric(straddle, 5).nunique()") == 2
+
+
+def test_release_does_not_keep_the_source_row_numbers(tb):
+    # Row numbers of the census file would link each released row back.
+    assert tb.value("isinstance(released.index, pd.RangeIndex)") is True
+    assert tb.value("released.index.tolist() == list(range(len(released)))")
+    assert tb.value(
+        "released.equals(released.sort_values(list(released.columns))"
+        ".reset_index(drop=True))"
+    )
+
+
+def test_clinic_two_zip_digits_leave_a_single_zip_value(tb):
+    # Finding 3 made honest: two digits is all of ZIP inside this table.
+    assert glued("kanon_clinic_zip_values") == 1
+    assert tb.value("merged['Zip'].nunique()") == 1
+    assert glued("kanon_clinic_n") == 12
+    # The baselines of the two clinic attacks: 4 of 12 have cancer, 2 of
+    # 12 depression.
+    assert glued("kanon_clinic_cancer_share") == pytest.approx(4 / 12)
+    assert glued("kanon_clinic_depression_share") == pytest.approx(2 / 12)
+    # "Every patient is unique" before generalizing.
+    assert tb.value("check_k_anonymity(clinic, CLINIC_QI, 1).n_groups") == 12
+
+
+def test_mondrian_age_intervals_overlap_without_nesting(tb):
+    first = [int(x) for x in glued("kanon_overlap_first").split("-")]
+    second = [int(x) for x in glued("kanon_overlap_second").split("-")]
+    assert first[0] < second[0] <= first[1] < second[1]
+    published = tb.value(
+        "sorted({(int(a), int(b)) for a, b in "
+        "zip(mondrian_low[:, 0], mondrian_high[:, 0], strict=True)})"
+    )
+    assert tuple(first) in {tuple(pair) for pair in published}
+    assert tuple(second) in {tuple(pair) for pair in published}
+
+
+def test_best_uniform_release_at_k10_matches_a_brute_force():
+    # Finding 8: the lattice is small enough to search in full. Redo the
+    # search here with plain pandas: every (age, education, ZIP) width,
+    # intervals aligned at 0 and clipped to the observed range, rows in
+    # classes under 10 suppressed at a loss of 1.
+    data = pd.read_csv(DATA, dtype={"Zip": str, "SSN": str})
+    values = np.column_stack(
+        [data["Age"], data["Education-Num"], data["Zip"].astype(int)]
+    )
+    lower, upper = values.min(axis=0), values.max(axis=0)
+    best = None
+    for age_w in [1, 2, 5, 10, 20, 40, 80]:
+        for edu_w in [1, 2, 4, 8, 16]:
+            for zip_w in [1, 10, 100, 1000, 10000, 100000]:
+                widths = np.array([age_w, edu_w, zip_w])
+                low = np.maximum(values // widths * widths, lower)
+                high = np.minimum(
+                    values // widths * widths + widths - 1, upper
+                )
+                loss = ((high - low) / (upper - lower)).mean(axis=1)
+                sizes = (
+                    pd.DataFrame(low).groupby([0, 1, 2])[0].transform("size")
+                )
+                small = (sizes < 10).to_numpy()
+                total = (loss[~small].sum() + small.sum()) / len(values)
+                if best is None or total < best[0]:
+                    best = (total, age_w, zip_w, int(small.sum()))
+    assert glued("kanon_uniform_k10_loss") == pytest.approx(best[0])
+    assert glued("kanon_uniform_k10_age_width") == best[1]
+    assert glued("kanon_uniform_k10_zip_width") == best[2]
+    assert glued("kanon_uniform_k10_suppressed") == best[3]
+    assert glued("kanon_lattice_size") == 7 * 5 * 6
