@@ -106,6 +106,36 @@ def test_glued_census_uniqueness_recomputed_with_pandas(adult):
     assert glued("deid_share_census_qi") == pytest.approx(expected)
 
 
+def test_glued_selectivity_figures_recomputed_with_pandas(adult):
+    def unique(columns):
+        sizes = adult.groupby(columns, dropna=False)["Age"].transform("size")
+        return sizes == 1
+
+    n = len(adult)
+    assert glued("deid_n_unique_dob") == int(unique(["DOB"]).sum())
+    assert glued("deid_n_unique_zip") == int(unique(["Zip"]).sum())
+    assert glued("deid_n_unique_dob_zip") == int(unique(["DOB", "Zip"]).sum())
+    assert glued("deid_share_dob_sex_zip") == pytest.approx(
+        unique(["DOB", "Sex", "Zip"]).sum() / n
+    )
+    assert glued("deid_share_age_sex_zip") == pytest.approx(
+        unique(["Age", "Sex", "Zip"]).sum() / n
+    )
+    # The four facts of the friend, for everyone: a minority is unique.
+    flagged = adult.assign(
+        gain=adult["Capital Gain"] > 0, band=adult["Age"] // 10
+    )
+    for name, columns in [
+        ("deid_share_unique_innocuous", ["Age", "Country", "Workclass"]),
+        ("deid_share_unique_banded", ["band", "Country", "Workclass"]),
+    ]:
+        sizes = flagged.groupby(columns + ["gain"], dropna=False)[
+            "Age"
+        ].transform("size")
+        assert glued(name) == pytest.approx(float((sizes == 1).mean()))
+    assert glued("deid_share_unique_innocuous") < 0.5
+
+
 # require_columns
 
 
@@ -423,6 +453,26 @@ def test_glued_recovery_rate_and_keyed_hash(adult):
     assert glued("deid_ssn_area_min") >= 900  # never issued: not real SSNs
 
 
+def test_glued_count_of_valid_real_ssns_follows_the_rules():
+    # Counted from the SSA's rules, one SSN at a time per part.
+    areas = [a for a in range(1000) if 1 <= a <= 899 and a != 666]
+    groups = range(1, 100)
+    serials = range(1, 10_000)
+    assert glued("deid_valid_real_ssns") == (
+        len(areas) * len(groups) * len(serials)
+    )
+
+
+def test_displayed_tables_fit_the_page():
+    # pandas wraps a table too wide for the page with a trailing backslash;
+    # the chapter shows only the columns that matter instead.
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            text = output.get("data", {}).get("text/plain", "")
+            assert not any(line.endswith("\\") for line in text.split("\n"))
+
+
 def test_hmac_pseudonyms_by_hand(tb):
     key = "b'k' * 16"
     expected = hmac.new(b"k" * 16, b"900-00-0001", "sha256").hexdigest()
@@ -491,6 +541,52 @@ def test_differencing_attack_reveals_the_friend(tb, adult):
     assert tb.value("answers[0] + answers[1] - answers[2]") == int(
         friend["Age"]
     )
+
+
+def test_differencing_attack_on_chosen_targets(tb, adult):
+    # Chosen independently of the chapter: a person alone on ZIP code and
+    # kind of employer, one who shares both with someone, one whose
+    # employer is blank.
+    sizes = adult.groupby(["Zip", "Workclass"], dropna=False)["Age"].transform(
+        "size"
+    )
+    alone = adult.index[(sizes == 1) & adult["Workclass"].notna()][0]
+    shared = adult.index[(sizes > 1) & adult["Workclass"].notna()][0]
+    blank = adult.index[adult["Workclass"].isna() & (sizes == 1)][0]
+    same = adult[
+        (adult["Zip"] == adult.at[shared, "Zip"])
+        & (adult["Workclass"] == adult.at[shared, "Workclass"])
+    ]
+
+    def attack(row):
+        return tb.value(
+            f'differencing_attack(release, "Age", {row}, ATTACKER_KNOWS)'
+        )
+
+    assert attack(alone) == int(adult.at[alone, "Age"])
+    assert attack(shared) == int(same["Age"].sum()) != adult.at[shared, "Age"]
+    assert attack(blank) == 0  # a blank is never selected: nothing learned
+    assert "unknown column" in value_error_message(
+        tb, 'differencing_attack(release, "Age", 0, ["Nope"])'
+    )
+
+
+def test_glued_differencing_rate_recomputed_against_its_baseline(adult):
+    sizes = adult.groupby(["Zip", "Workclass"], dropna=False)["Age"].transform(
+        "size"
+    )
+    exposed = float(((sizes == 1) & adult["Workclass"].notna()).mean())
+    baseline = float(adult["Age"].value_counts(normalize=True).max())
+    assert glued("deid_diff_exposed_share") == pytest.approx(exposed)
+    assert glued("deid_diff_baseline") == pytest.approx(baseline)
+    # 500 random targets: the measured rate is a binomial share around the
+    # exact one, standard error sqrt(0.36 * 0.64 / 500) = 0.021; 4 standard
+    # errors (0.086) is a tolerance no seed should need.
+    n = glued("deid_diff_n_targets")
+    assert n == 500
+    tolerance = 4 * np.sqrt(exposed * (1 - exposed) / n)
+    assert abs(glued("deid_diff_trial_success") - exposed) < tolerance
+    assert glued("deid_diff_trial_success") > 5 * baseline
 
 
 # The exercises' solutions (executed in the chapter; glued values are what
@@ -566,20 +662,35 @@ def test_glued_coarsening_shares_recomputed(adult):
 
 def test_glued_sample_uniqueness_from_the_seed(adult):
     # A fresh generator with the chapter's seed, used as the chapter uses it
-    # (32 bytes of secret key first), must draw the same sample.
+    # (32 bytes of secret key, then 500 differencing targets, then the 50
+    # samples of the exercise), must draw the same samples.
     rng = np.random.default_rng(1994)
     rng.bytes(32)
     release = adult.drop(columns=["Name", "SSN"])
-    sample = release.sample(frac=0.1, random_state=rng)
+    rng.choice(release.index, size=500, replace=False)
     key = ["Age", "Sex", "Zip"]
 
     def sizes(table):
         return table.groupby(key, dropna=False)["Age"].transform("size")
 
-    in_sample = sizes(sample) == 1
-    in_table = (sizes(release) == 1)[sample.index][in_sample]
-    assert glued("deid_ex_sample_unique") == pytest.approx(in_sample.mean())
-    assert glued("deid_ex_sample_true") == pytest.approx(in_table.mean())
+    unique_in_table = sizes(release) == 1
+    in_sample, also = [], []
+    for _ in range(50):
+        sample = release.sample(frac=0.1, random_state=rng)
+        unique = sizes(sample) == 1
+        in_sample.append(unique.mean())
+        also.append(unique_in_table[sample.index][unique].mean())
+    assert glued("deid_ex_n_samples") == 50
+    for stat, function in [("mean", np.mean), ("min", min), ("max", max)]:
+        assert glued(f"deid_ex_sample_unique_{stat}") == pytest.approx(
+            function(in_sample)
+        )
+        assert glued(f"deid_ex_sample_true_{stat}") == pytest.approx(
+            function(also)
+        )
+    # What the prose concludes, for every one of the 50 samples: a unique
+    # match in the sample is often, but not always, unique in the table.
+    assert 0.5 < min(also) and max(also) < 1
 
 
 def test_three_queries_pass_the_audit_rule(adult):
