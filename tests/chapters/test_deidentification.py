@@ -191,6 +191,28 @@ def test_linkage_attack_on_the_friend(tb, adult):
     ) == int((adult["DOB"] == friend["DOB"]).sum())
 
 
+def test_glued_linkage_story_recomputed(adult):
+    friend = adult[adult["Name"] == "Ambrose Dalstrom"].iloc[0]
+    same_zip = adult[adult["Zip"] == friend["Zip"]]
+    same_dob = adult[adult["DOB"] == friend["DOB"]]
+    high = adult["Target"] == ">50K"
+    assert glued("deid_n_match_dob_zip") == 1
+    assert glued("deid_n_match_zip") == len(same_zip)
+    assert glued("deid_n_match_dob") == len(same_dob)
+    assert glued("deid_p_high_zip") == pytest.approx(
+        high[same_zip.index].mean()
+    )
+    assert glued("deid_p_high_dob") == pytest.approx(
+        high[same_dob.index].mean()
+    )
+    assert glued("deid_share_high_income") == pytest.approx(high.mean())
+    # "An attacker who bets on the majority would guess wrong about Ambrose."
+    assert glued("deid_p_high_dob") < 0.5 and friend["Target"] == ">50K"
+    # "Workclass, or his age, would be enough" to tell the ZIP matches apart.
+    for column in ["Workclass", "Age"]:
+        assert (same_zip[column] == friend[column]).sum() == 1
+
+
 @pytest.mark.parametrize(
     "code, fragment",
     [
