@@ -427,6 +427,93 @@ def test_glued_top_code_matches_the_csv(adult):
     )
 
 
+# Safe Harbor and the risk models
+
+
+def test_safe_harbor_by_hand(tb):
+    tb.inject(
+        """
+people = pd.DataFrame({
+    "Name": ["Al", "Bo"], "SSN": ["900-00-0001", "900-00-0002"],
+    "DOB": ["5/7/1960", "1/2/1903"], "Zip": ["68457", "09322"],
+    "Age": [34, 91], "Sex": ["Male", "Female"],
+})
+harbored = safe_harbor(people)
+""",
+        pop=True,
+    )
+    assert tb.value("sorted(harbored.columns)") == [
+        "Age",
+        "Birth year",
+        "Sex",
+        "ZIP3",
+    ]
+    assert tb.value('harbored["Birth year"].tolist()') == [
+        "1960",
+        "90 or older",
+    ]
+    assert tb.value('harbored["ZIP3"].tolist()') == ["684", "093"]
+    assert tb.value('harbored["Age"].tolist()') == [34, 90]
+    assert "unknown column" in value_error_message(
+        tb, 'safe_harbor(people.drop(columns="DOB"))'
+    )
+
+
+def test_reidentification_risks_by_hand(tb):
+    # tiny's Zip classes in the population: 00001 x3 (rows 0, 2, 3),
+    # 00002 x1, 00003 x2. Release rows 0, 2, 4: f = 2, 2, 1; F = 3, 3, 2.
+    risks = tb.value(
+        'reidentification_risks(tiny.loc[[0, 2, 4]], tiny, "Zip")'
+    )
+    assert risks["prosecutor, largest"] == pytest.approx(1)
+    assert risks["prosecutor, average"] == pytest.approx(
+        (1 / 2 + 1 / 2 + 1) / 3
+    )
+    assert risks["journalist, largest"] == pytest.approx(1 / 2)
+    assert risks["marketer"] == pytest.approx((1 / 3 + 1 / 3 + 1 / 2) / 3)
+    code = 'reidentification_risks(tiny.set_axis(range(10, 16)), tiny, "Zip")'
+    assert "population" in value_error_message(tb, code)
+    assert "unknown column" in value_error_message(
+        tb, 'reidentification_risks(tiny, tiny, "Nope")'
+    )
+
+
+def test_glued_safe_harbor_and_risks_recomputed(adult):
+    over_89 = adult["Age"] > 89
+    harbor = pd.DataFrame(
+        {
+            "year": adult["DOB"].str[-4:].mask(over_89, "90+"),
+            "zip3": adult["Zip"].str[:3],
+        }
+    ).join(adult[CENSUS_QI].assign(Age=adult["Age"].clip(upper=90)))
+
+    def sizes(table, columns):
+        return table.groupby(columns, dropna=False)["Age"].transform("size")
+
+    threat = ["year", "zip3"] + CENSUS_QI
+    unique = float((sizes(harbor, threat) == 1).mean())
+    assert glued("deid_harbor_unique") == pytest.approx(unique)
+    # The chapter's first draw from its seed is the released 10% sample.
+    rng = np.random.default_rng(1994)
+    sample = harbor.sample(frac=0.1, random_state=rng)
+    assert glued("deid_risk_sample_size") == len(sample)
+    for short, columns in [("qi", threat), ("roll", ["year", "zip3", "Sex"])]:
+        f = sizes(sample, columns)
+        big_f = sizes(harbor, columns)[sample.index]
+        assert glued(f"deid_risk_{short}_prosecutor") == pytest.approx(
+            (1 / f).mean()
+        )
+        assert glued(f"deid_risk_{short}_marketer") == pytest.approx(
+            (1 / big_f).mean()
+        )
+        assert f.min() == big_f.min() == 1  # "the largest risks are 1"
+    assert glued("deid_risk_largest") == 1
+    # "many records unique in the sample have twins in the population"
+    assert glued("deid_risk_roll_marketer") < glued(
+        "deid_risk_roll_prosecutor"
+    )
+
+
 # pseudonymization
 
 
@@ -684,9 +771,10 @@ def test_glued_coarsening_shares_recomputed(adult):
 
 def test_glued_sample_uniqueness_from_the_seed(adult):
     # A fresh generator with the chapter's seed, used as the chapter uses it
-    # (32 bytes of secret key, then 500 differencing targets, then the 50
-    # samples of the exercise), must draw the same samples.
+    # (a 10% released sample, 32 bytes of secret key, 500 differencing
+    # targets, then the 50 samples of the exercise), draws the same samples.
     rng = np.random.default_rng(1994)
+    adult.sample(frac=0.1, random_state=rng)  # the released sample
     rng.bytes(32)
     release = adult.drop(columns=["Name", "SSN"])
     rng.choice(release.index, size=500, replace=False)
