@@ -508,6 +508,8 @@ def test_glued_safe_harbor_and_risks_recomputed(adult):
         )
         assert f.min() == big_f.min() == 1  # "the largest risks are 1"
     assert glued("deid_risk_largest") == 1
+    assert glued("deid_risk_k") == glued("deid_risk_kmap") == 1
+    assert glued("deid_risk_fraction") == 0.1
     # "many records unique in the sample have twins in the population"
     assert glued("deid_risk_roll_marketer") < glued(
         "deid_risk_roll_prosecutor"
