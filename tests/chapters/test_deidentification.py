@@ -106,6 +106,36 @@ def test_glued_census_uniqueness_recomputed_with_pandas(adult):
     assert glued("deid_share_census_qi") == pytest.approx(expected)
 
 
+def test_glued_selectivity_figures_recomputed_with_pandas(adult):
+    def unique(columns):
+        sizes = adult.groupby(columns, dropna=False)["Age"].transform("size")
+        return sizes == 1
+
+    n = len(adult)
+    assert glued("deid_n_unique_dob") == int(unique(["DOB"]).sum())
+    assert glued("deid_n_unique_zip") == int(unique(["Zip"]).sum())
+    assert glued("deid_n_unique_dob_zip") == int(unique(["DOB", "Zip"]).sum())
+    assert glued("deid_share_dob_sex_zip") == pytest.approx(
+        unique(["DOB", "Sex", "Zip"]).sum() / n
+    )
+    assert glued("deid_share_age_sex_zip") == pytest.approx(
+        unique(["Age", "Sex", "Zip"]).sum() / n
+    )
+    # The four facts of the friend, for everyone: a minority is unique.
+    flagged = adult.assign(
+        gain=adult["Capital Gain"] > 0, band=adult["Age"] // 10
+    )
+    for name, columns in [
+        ("deid_share_unique_innocuous", ["Age", "Country", "Workclass"]),
+        ("deid_share_unique_banded", ["band", "Country", "Workclass"]),
+    ]:
+        sizes = flagged.groupby(columns + ["gain"], dropna=False)[
+            "Age"
+        ].transform("size")
+        assert glued(name) == pytest.approx(float((sizes == 1).mean()))
+    assert glued("deid_share_unique_innocuous") < 0.5
+
+
 # require_columns
 
 
@@ -159,6 +189,28 @@ def test_linkage_attack_on_the_friend(tb, adult):
     assert tb.value(
         'len(linkage_attack(friend_known, release, "DOB"))'
     ) == int((adult["DOB"] == friend["DOB"]).sum())
+
+
+def test_glued_linkage_story_recomputed(adult):
+    friend = adult[adult["Name"] == "Ambrose Dalstrom"].iloc[0]
+    same_zip = adult[adult["Zip"] == friend["Zip"]]
+    same_dob = adult[adult["DOB"] == friend["DOB"]]
+    high = adult["Target"] == ">50K"
+    assert glued("deid_n_match_dob_zip") == 1
+    assert glued("deid_n_match_zip") == len(same_zip)
+    assert glued("deid_n_match_dob") == len(same_dob)
+    assert glued("deid_p_high_zip") == pytest.approx(
+        high[same_zip.index].mean()
+    )
+    assert glued("deid_p_high_dob") == pytest.approx(
+        high[same_dob.index].mean()
+    )
+    assert glued("deid_share_high_income") == pytest.approx(high.mean())
+    # "An attacker who bets on the majority would guess wrong about Ambrose."
+    assert glued("deid_p_high_dob") < 0.5 and friend["Target"] == ">50K"
+    # "Workclass, or his age, would be enough" to tell the ZIP matches apart.
+    for column in ["Workclass", "Age"]:
+        assert (same_zip[column] == friend[column]).sum() == 1
 
 
 @pytest.mark.parametrize(
@@ -375,6 +427,95 @@ def test_glued_top_code_matches_the_csv(adult):
     )
 
 
+# Safe Harbor and the risk models
+
+
+def test_safe_harbor_by_hand(tb):
+    tb.inject(
+        """
+people = pd.DataFrame({
+    "Name": ["Al", "Bo"], "SSN": ["900-00-0001", "900-00-0002"],
+    "DOB": ["5/7/1960", "1/2/1903"], "Zip": ["68457", "09322"],
+    "Age": [34, 91], "Sex": ["Male", "Female"],
+})
+harbored = safe_harbor(people)
+""",
+        pop=True,
+    )
+    assert tb.value("sorted(harbored.columns)") == [
+        "Age",
+        "Birth year",
+        "Sex",
+        "ZIP3",
+    ]
+    assert tb.value('harbored["Birth year"].tolist()') == [
+        "1960",
+        "90 or older",
+    ]
+    assert tb.value('harbored["ZIP3"].tolist()') == ["684", "093"]
+    assert tb.value('harbored["Age"].tolist()') == [34, 90]
+    assert "unknown column" in value_error_message(
+        tb, 'safe_harbor(people.drop(columns="DOB"))'
+    )
+
+
+def test_reidentification_risks_by_hand(tb):
+    # tiny's Zip classes in the population: 00001 x3 (rows 0, 2, 3),
+    # 00002 x1, 00003 x2. Release rows 0, 2, 4: f = 2, 2, 1; F = 3, 3, 2.
+    risks = tb.value(
+        'reidentification_risks(tiny.loc[[0, 2, 4]], tiny, "Zip")'
+    )
+    assert risks["prosecutor, largest"] == pytest.approx(1)
+    assert risks["prosecutor, average"] == pytest.approx(
+        (1 / 2 + 1 / 2 + 1) / 3
+    )
+    assert risks["journalist, largest"] == pytest.approx(1 / 2)
+    assert risks["marketer"] == pytest.approx((1 / 3 + 1 / 3 + 1 / 2) / 3)
+    code = 'reidentification_risks(tiny.set_axis(range(10, 16)), tiny, "Zip")'
+    assert "population" in value_error_message(tb, code)
+    assert "unknown column" in value_error_message(
+        tb, 'reidentification_risks(tiny, tiny, "Nope")'
+    )
+
+
+def test_glued_safe_harbor_and_risks_recomputed(adult):
+    over_89 = adult["Age"] > 89
+    harbor = pd.DataFrame(
+        {
+            "year": adult["DOB"].str[-4:].mask(over_89, "90+"),
+            "zip3": adult["Zip"].str[:3],
+        }
+    ).join(adult[CENSUS_QI].assign(Age=adult["Age"].clip(upper=90)))
+
+    def sizes(table, columns):
+        return table.groupby(columns, dropna=False)["Age"].transform("size")
+
+    threat = ["year", "zip3"] + CENSUS_QI
+    unique = float((sizes(harbor, threat) == 1).mean())
+    assert glued("deid_harbor_unique") == pytest.approx(unique)
+    # The chapter's first draw from its seed is the released 10% sample.
+    rng = np.random.default_rng(1994)
+    sample = harbor.sample(frac=0.1, random_state=rng)
+    assert glued("deid_risk_sample_size") == len(sample)
+    for short, columns in [("qi", threat), ("roll", ["year", "zip3", "Sex"])]:
+        f = sizes(sample, columns)
+        big_f = sizes(harbor, columns)[sample.index]
+        assert glued(f"deid_risk_{short}_prosecutor") == pytest.approx(
+            (1 / f).mean()
+        )
+        assert glued(f"deid_risk_{short}_marketer") == pytest.approx(
+            (1 / big_f).mean()
+        )
+        assert f.min() == big_f.min() == 1  # "the largest risks are 1"
+    assert glued("deid_risk_largest") == 1
+    assert glued("deid_risk_k") == glued("deid_risk_kmap") == 1
+    assert glued("deid_risk_fraction") == 0.1
+    # "many records unique in the sample have twins in the population"
+    assert glued("deid_risk_roll_marketer") < glued(
+        "deid_risk_roll_prosecutor"
+    )
+
+
 # pseudonymization
 
 
@@ -421,6 +562,26 @@ def test_glued_recovery_rate_and_keyed_hash(adult):
     assert glued("deid_n_keyed_found") == 0
     assert glued("deid_n_joined") == len(adult)
     assert glued("deid_ssn_area_min") >= 900  # never issued: not real SSNs
+
+
+def test_glued_count_of_valid_real_ssns_follows_the_rules():
+    # Counted from the SSA's rules, one SSN at a time per part.
+    areas = [a for a in range(1000) if 1 <= a <= 899 and a != 666]
+    groups = range(1, 100)
+    serials = range(1, 10_000)
+    assert glued("deid_valid_real_ssns") == (
+        len(areas) * len(groups) * len(serials)
+    )
+
+
+def test_displayed_tables_fit_the_page():
+    # pandas wraps a table too wide for the page with a trailing backslash;
+    # the chapter shows only the columns that matter instead.
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            text = output.get("data", {}).get("text/plain", "")
+            assert not any(line.endswith("\\") for line in text.split("\n"))
 
 
 def test_hmac_pseudonyms_by_hand(tb):
@@ -491,6 +652,52 @@ def test_differencing_attack_reveals_the_friend(tb, adult):
     assert tb.value("answers[0] + answers[1] - answers[2]") == int(
         friend["Age"]
     )
+
+
+def test_differencing_attack_on_chosen_targets(tb, adult):
+    # Chosen independently of the chapter: a person alone on ZIP code and
+    # kind of employer, one who shares both with someone, one whose
+    # employer is blank.
+    sizes = adult.groupby(["Zip", "Workclass"], dropna=False)["Age"].transform(
+        "size"
+    )
+    alone = adult.index[(sizes == 1) & adult["Workclass"].notna()][0]
+    shared = adult.index[(sizes > 1) & adult["Workclass"].notna()][0]
+    blank = adult.index[adult["Workclass"].isna() & (sizes == 1)][0]
+    same = adult[
+        (adult["Zip"] == adult.at[shared, "Zip"])
+        & (adult["Workclass"] == adult.at[shared, "Workclass"])
+    ]
+
+    def attack(row):
+        return tb.value(
+            f'differencing_attack(release, "Age", {row}, ATTACKER_KNOWS)'
+        )
+
+    assert attack(alone) == int(adult.at[alone, "Age"])
+    assert attack(shared) == int(same["Age"].sum()) != adult.at[shared, "Age"]
+    assert attack(blank) == 0  # a blank is never selected: nothing learned
+    assert "unknown column" in value_error_message(
+        tb, 'differencing_attack(release, "Age", 0, ["Nope"])'
+    )
+
+
+def test_glued_differencing_rate_recomputed_against_its_baseline(adult):
+    sizes = adult.groupby(["Zip", "Workclass"], dropna=False)["Age"].transform(
+        "size"
+    )
+    exposed = float(((sizes == 1) & adult["Workclass"].notna()).mean())
+    baseline = float(adult["Age"].value_counts(normalize=True).max())
+    assert glued("deid_diff_exposed_share") == pytest.approx(exposed)
+    assert glued("deid_diff_baseline") == pytest.approx(baseline)
+    # 500 random targets: the measured rate is a binomial share around the
+    # exact one, standard error sqrt(0.36 * 0.64 / 500) = 0.021; 4 standard
+    # errors (0.086) is a tolerance no seed should need.
+    n = glued("deid_diff_n_targets")
+    assert n == 500
+    tolerance = 4 * np.sqrt(exposed * (1 - exposed) / n)
+    assert abs(glued("deid_diff_trial_success") - exposed) < tolerance
+    assert glued("deid_diff_trial_success") > 5 * baseline
 
 
 # The exercises' solutions (executed in the chapter; glued values are what
@@ -566,20 +773,36 @@ def test_glued_coarsening_shares_recomputed(adult):
 
 def test_glued_sample_uniqueness_from_the_seed(adult):
     # A fresh generator with the chapter's seed, used as the chapter uses it
-    # (32 bytes of secret key first), must draw the same sample.
+    # (a 10% released sample, 32 bytes of secret key, 500 differencing
+    # targets, then the 50 samples of the exercise), draws the same samples.
     rng = np.random.default_rng(1994)
+    adult.sample(frac=0.1, random_state=rng)  # the released sample
     rng.bytes(32)
     release = adult.drop(columns=["Name", "SSN"])
-    sample = release.sample(frac=0.1, random_state=rng)
+    rng.choice(release.index, size=500, replace=False)
     key = ["Age", "Sex", "Zip"]
 
     def sizes(table):
         return table.groupby(key, dropna=False)["Age"].transform("size")
 
-    in_sample = sizes(sample) == 1
-    in_table = (sizes(release) == 1)[sample.index][in_sample]
-    assert glued("deid_ex_sample_unique") == pytest.approx(in_sample.mean())
-    assert glued("deid_ex_sample_true") == pytest.approx(in_table.mean())
+    unique_in_table = sizes(release) == 1
+    in_sample, also = [], []
+    for _ in range(50):
+        sample = release.sample(frac=0.1, random_state=rng)
+        unique = sizes(sample) == 1
+        in_sample.append(unique.mean())
+        also.append(unique_in_table[sample.index][unique].mean())
+    assert glued("deid_ex_n_samples") == 50
+    for stat, function in [("mean", np.mean), ("min", min), ("max", max)]:
+        assert glued(f"deid_ex_sample_unique_{stat}") == pytest.approx(
+            function(in_sample)
+        )
+        assert glued(f"deid_ex_sample_true_{stat}") == pytest.approx(
+            function(also)
+        )
+    # What the prose concludes, for every one of the 50 samples: a unique
+    # match in the sample is often, but not always, unique in the table.
+    assert 0.5 < min(also) and max(also) < 1
 
 
 def test_three_queries_pass_the_audit_rule(adult):
