@@ -51,6 +51,23 @@ def test_exponential_mechanism_matches_exact_distribution(tb):
     assert stats.chisquare(observed, expected * 40_000).pvalue > 1e-3
 
 
+def test_occupation_candidates_do_not_depend_on_the_data(tb):
+    # Without the 9 people in the Armed Forces, their code stays a
+    # candidate with count 0 (the list comes from the codebook), and a
+    # value outside the codebook is no candidate.
+    tb.inject(
+        "_c = occupation_counts_on(adult[adult['Occupation'] != "
+        "'Armed-Forces'])"
+    )
+    assert tb.value("len(_c)") == 14
+    assert tb.value("int(_c['Armed-Forces'])") == 0
+    assert tb.value("int(_c.iloc[0])") == 4140  # Prof-specialty, first
+    tb.inject(
+        "_t = pd.DataFrame({'Occupation': ['Sales', 'Astronaut', None]})"
+    )
+    assert tb.value("int(occupation_counts_on(_t).sum())") == 1
+
+
 def test_exponential_mechanism_returns_int_for_one_draw(tb):
     assert (
         tb.value(
