@@ -131,6 +131,35 @@ def test_monotone_version_private_for_counts_not_for_replace_one(tb):
     assert np.abs(np.log(general[0] / general[1])).max() <= eps + 1e-12
 
 
+def test_exponential_mechanism_is_eps_squared_over_8_zcdp(tb):
+    # Cesar and Rogers: the exponential mechanism (with the factor 2) is
+    # (eps^2 / 8)-zCDP: its Renyi divergence of every order a > 1 between
+    # neighbours is at most a eps^2 / 8, a quarter of the generic
+    # a eps^2 / 2. Checked exactly for 200 random utility vectors, each
+    # moved by a random step in [-1, 1] per candidate (any sensitivity-1
+    # neighbour), orders 1.001 to 200, plus the pair [0, 0] -> [1, -1],
+    # where the bound is nearly attained (0.120 against 0.125 at a -> 1).
+    eps = 1.0
+    rng = np.random.default_rng(61)
+    pairs = [([0.0, 0.0], [1.0, -1.0])]
+    for _ in range(200):
+        u = rng.uniform(0, 4, size=int(rng.integers(2, 6)))
+        pairs.append((u.tolist(), (u + rng.uniform(-1, 1, u.size)).tolist()))
+    tb.inject("_p = lambda c, e: exponential_probabilities(c, 1, e)")
+    orders = np.array([1.001, 1.5, 2, 4, 8, 32, 200])
+    worst = 0.0
+    for u, v in pairs:
+        p = np.array(tb.value(f"_p({u}, {eps}).tolist()"))
+        q = np.array(tb.value(f"_p({v}, {eps}).tolist()"))
+        for first, second in ((p, q), (q, p)):
+            for a in orders:
+                log_terms = a * np.log(first) + (1 - a) * np.log(second)
+                divergence = np.logaddexp.reduce(log_terms) / (a - 1)
+                worst = max(worst, divergence / a)
+    assert worst <= eps**2 / 8 + 1e-12
+    assert worst > 0.9 * eps**2 / 8  # the bound is nearly attained
+
+
 def test_utility_theorem_bound_holds_on_thresholds(tb):
     # Pr[shortfall > (2 Delta / eps)(ln |R| + t)] <= e^-t, computed exactly
     # from the probabilities for the education cut-offs, at t = ln 20.
