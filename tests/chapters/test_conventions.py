@@ -210,3 +210,14 @@ def test_glued_values_render(path):
                 if text and text.startswith("np."):
                     unreadable.append(f"{record['name']} = {text}")
     assert not unreadable, f"glue plain Python values: {unreadable[:5]}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_headings_hold_no_math(path):
+    # A heading becomes a PDF bookmark, where xelatex cannot typeset math.
+    headings = [
+        line
+        for line in markdown_text(path).splitlines()
+        if re.match(r"^#{1,6} ", line) and "$" in line
+    ]
+    assert not headings, f"math in headings: {headings}"
