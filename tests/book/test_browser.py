@@ -40,6 +40,7 @@ CHROMIUM_ARGS = [
 SCREENSHOT_DIR = BUILD_DIR / "screenshots"
 PAGES = toc_files()
 INTRO = PAGES[0]
+RUN_PAGE = "run-it-yourself"  # where the book offers its data set
 # Chapter pages are the notebooks of the toc: they offer their .ipynb for download.
 CHAPTERS = [page for page in PAGES if (ROOT / f"{page}.ipynb").exists()]
 HIDE_TAGS = ("hide-input", "hide-output", "hide-cell")
@@ -685,14 +686,14 @@ def test_chapter_offers_its_notebook_with_outputs(visits, page):
     )
 
 
-def test_intro_data_link_downloads_the_csv(site, browser):
-    recorder = Visit(INTRO)
+def test_run_it_yourself_data_link_downloads_the_csv(site, browser):
+    recorder = Visit(RUN_PAGE)
     context = new_context(browser, site, recorder)
     try:
         page = context.new_page()
-        page.goto(site + quote(f"{INTRO}.html"), wait_until="load")
+        page.goto(site + quote(f"{RUN_PAGE}.html"), wait_until="load")
         link = page.locator(f"#main-content a[href$='{DATA_FILE}']")
-        assert link.count(), f"{INTRO}: no link to {DATA_FILE}"
+        assert link.count(), f"{RUN_PAGE}: no link to {DATA_FILE}"
         with page.expect_download() as download_info:
             link.first.click()
         download = download_info.value

@@ -8,6 +8,7 @@ as (Author Year), and the same code as the chapter.
 
 from __future__ import annotations
 
+import html
 import re
 import sys
 
@@ -80,7 +81,12 @@ def test_download_keeps_the_code_and_the_numbers(downloads, chapter):
     assert code == [c.source for c in exported.cells if c.cell_type == "code"]
     # Every glued number the page shows is in the download's text.
     page = (HTML_DIR / "chapters" / f"{chapter.stem}.html").read_text()
-    shown = re.findall(r'<span class="pasted-text">([^<]+)</span>', page)
+    shown = [
+        html.unescape(value)
+        for value in re.findall(
+            r'<span class="pasted-text">([^<]+)</span>', page
+        )
+    ]
     text = "\n".join(
         c.source for c in exported.cells if c.cell_type == "markdown"
     )
