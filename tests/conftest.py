@@ -22,25 +22,6 @@ HTML_DIR = BUILD_DIR / "html"
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
 
 
-# --- layers -------------------------------------------------------------------------
-# Each test gets the marker of its layer, from where it lives, so that
-# `make check` and `make test` can pick layers with -m:
-#   chapters   tests/chapters/: the functions each chapter teaches
-#   notebooks  chapters/*.ipynb under nbval: stored outputs still hold
-#   book       tests/book/: data, toc, builds, PDF, editions, browser
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        path = Path(str(item.fspath)).resolve()
-        if path.suffix == ".ipynb":
-            item.add_marker(pytest.mark.notebooks)
-        elif (ROOT / "tests" / "chapters") in path.parents:
-            item.add_marker(pytest.mark.chapters)
-        else:
-            item.add_marker(pytest.mark.book)
-
-
 def toc_files() -> list[str]:
     """Every document named in _toc.yml (root first), without extension."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
