@@ -39,6 +39,26 @@ def toc_files() -> list[str]:
     return files
 
 
+def glued_value(stem: str, name: str):
+    """The value chapters/<stem>.ipynb glued under `name`, as stored.
+
+    This is what a reader of the book sees (nbval checks that re-executing
+    the chapter reproduces the stored outputs).
+    """
+    import ast
+
+    import nbformat
+
+    notebook = nbformat.read(CHAPTERS_DIR / f"{stem}.ipynb", as_version=4)
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            record = output.get("metadata", {}).get("scrapbook", {})
+            if record.get("name") == name:
+                text = output["data"][record["mime_prefix"] + "text/plain"]
+                return ast.literal_eval(text)
+    raise KeyError(f"{stem} glues nothing under {name!r}")
+
+
 def chapter_notebooks() -> list[Path]:
     """The chapter notebooks, in file-name order."""
     return sorted(CHAPTERS_DIR.glob("*.ipynb"))

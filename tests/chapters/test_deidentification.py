@@ -1,6 +1,5 @@
 """Tests for the helpers defined in chapters/deidentification.ipynb, run inside the notebook's kernel."""
 
-import ast
 import hashlib
 import hmac
 from pathlib import Path
@@ -9,7 +8,8 @@ import nbformat
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import chapter_kernel, value_error_message
+
+from conftest import chapter_kernel, glued_value, value_error_message
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "data" / "adult_with_pii.csv"
@@ -17,19 +17,8 @@ NOTEBOOK = ROOT / "chapters" / "deidentification.ipynb"
 
 
 def glued(name):
-    """The value the chapter glued under `name`, as stored in the notebook.
-
-    This is what a reader of the book sees (nbval checks that re-executing
-    the chapter reproduces these stored outputs).
-    """
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    for cell in notebook.cells:
-        for output in cell.get("outputs", []):
-            record = output.get("metadata", {}).get("scrapbook", {})
-            if record.get("name") == name:
-                text = output["data"][record["mime_prefix"] + "text/plain"]
-                return ast.literal_eval(text)
-    raise KeyError(f"nothing glued under {name!r}")
+    """The value the chapter glued under `name`, as a reader sees it."""
+    return glued_value("deidentification", name)
 
 
 # Small tables built inside the kernel; every expected value below is worked out by hand.

@@ -4,33 +4,21 @@ The notebook is executed once (about ten seconds); every test then runs
 code in its kernel.
 """
 
-import ast
 import json
 
-import nbformat
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import ROOT, chapter_kernel, value_error_message
+
+from conftest import ROOT, chapter_kernel, glued_value, value_error_message
 
 NOTEBOOK = ROOT / "chapters" / "k-anonymity.ipynb"
 DATA = ROOT / "data" / "adult_with_pii.csv"
 
 
 def glued(name):
-    """The value the chapter glued under `name`, as stored in the notebook.
-
-    This is what a reader of the book sees (nbval checks that re-executing
-    the chapter reproduces these stored outputs).
-    """
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    for cell in notebook.cells:
-        for output in cell.get("outputs", []):
-            record = output.get("metadata", {}).get("scrapbook", {})
-            if record.get("name") == name:
-                text = output["data"][record["mime_prefix"] + "text/plain"]
-                return ast.literal_eval(text)
-    raise KeyError(f"nothing glued under {name!r}")
+    """The value the chapter glued under `name`, as a reader sees it."""
+    return glued_value("k-anonymity", name)
 
 
 @pytest.fixture(scope="module")
