@@ -22,8 +22,9 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 import pytest
-from conftest import BUILD_DIR, HTML_DIR, ROOT, toc_files
 from playwright import sync_api  # noqa: E402  (pinned in requirements.txt; never skipped)
+
+from conftest import BUILD_DIR, HTML_DIR, ROOT, toc_files
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

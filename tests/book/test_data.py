@@ -11,6 +11,7 @@ import sys
 
 import pandas as pd
 import pytest
+
 from conftest import DATA_DIR, ROOT
 
 CSV = DATA_DIR / "adult_with_pii.csv"

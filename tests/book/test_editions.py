@@ -8,6 +8,7 @@ import sys
 
 import nbformat
 import pytest
+
 from conftest import BUILD_DIR, HTML_DIR, ROOT, chapter_notebooks
 
 sys.path.insert(0, str(ROOT / "scripts"))

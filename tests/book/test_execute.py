@@ -12,6 +12,7 @@ import sys
 
 import nbformat
 import pytest
+
 from conftest import DATA_DIR, ROOT, chapter_notebooks
 
 sys.path.insert(0, str(ROOT / "scripts"))

@@ -4,6 +4,7 @@ import re
 
 import nbformat
 import pytest
+
 from conftest import ROOT, chapter_notebooks
 
 PAGE = (ROOT / "instructors.md").read_text()

@@ -7,6 +7,7 @@ import re
 import subprocess
 
 import pytest
+
 from conftest import (
     BUILD_DIR,
     HTML_DIR,

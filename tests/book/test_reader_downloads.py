@@ -14,6 +14,7 @@ import sys
 
 import nbformat
 import pytest
+
 from conftest import HTML_DIR, ROOT, chapter_notebooks
 
 sys.path.insert(0, str(ROOT / "_ext"))

@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from conftest import DATA_DIR, HTML_DIR, ROOT, chapter_notebooks
 
 SUPPORTED = ["3.11", "3.13"]  # the floor the README states, and the newest

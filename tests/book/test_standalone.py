@@ -8,9 +8,10 @@ import shutil
 
 import nbformat
 import pytest
-from conftest import DATA_DIR, chapter_notebooks
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
+
+from conftest import DATA_DIR, chapter_notebooks
 
 DATA_FILES = sorted(DATA_DIR.glob("*.csv"))
 

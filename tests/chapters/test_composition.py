@@ -5,6 +5,7 @@ The notebook is executed once (in its own folder, so that its data loader finds
 """
 
 import pytest
+
 from conftest import chapter_kernel, value_error_message
 
 

@@ -13,6 +13,7 @@ import re
 
 import nbformat
 import pytest
+
 from conftest import chapter_notebooks
 
 NOTEBOOKS = chapter_notebooks()

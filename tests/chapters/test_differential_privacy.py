@@ -6,6 +6,7 @@ import re
 import nbformat
 import numpy as np
 import pytest
+
 from conftest import CHAPTERS_DIR, DATA_DIR, chapter_kernel
 
 NOTEBOOK = CHAPTERS_DIR / "differential-privacy.ipynb"

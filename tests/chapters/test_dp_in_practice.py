@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
-from conftest import chapter_kernel, value_error_message
 from scipy import stats
+
+from conftest import chapter_kernel, value_error_message
 
 
 @pytest.fixture(scope="module")

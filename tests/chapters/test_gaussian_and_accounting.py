@@ -7,9 +7,10 @@ from itertools import chain, combinations
 import dp_accounting
 import numpy as np
 import pytest
-from conftest import chapter_kernel
 from dp_accounting import pld, rdp
 from scipy.stats import norm
+
+from conftest import chapter_kernel
 
 
 @pytest.fixture(scope="module")

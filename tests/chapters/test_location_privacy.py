@@ -7,6 +7,7 @@ its kernel.
 import json
 
 import pytest
+
 from conftest import CHAPTERS_DIR, chapter_kernel, value_error_message
 
 

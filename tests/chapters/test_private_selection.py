@@ -3,8 +3,9 @@ run in its namespace."""
 
 import numpy as np
 import pytest
-from conftest import chapter_kernel, value_error_message
 from scipy import stats
+
+from conftest import chapter_kernel, value_error_message
 
 
 @pytest.fixture(scope="module")

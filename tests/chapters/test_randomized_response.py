@@ -5,6 +5,7 @@ inside the kernel, so these tests check exactly what the book shows.
 """
 
 import pytest
+
 from conftest import chapter_kernel, value_error_message
 
 
@@ -515,6 +516,7 @@ def test_warner_parametrization_gives_the_same_epsilon(tb):
 
 def _markdown():
     import nbformat
+
     from conftest import ROOT
 
     notebook = nbformat.read(

@@ -6,6 +6,7 @@ Every statistical test uses fresh seeds, not the chapter's own draws.
 """
 
 import pytest
+
 from conftest import chapter_kernel, value_error_message
 
 
