@@ -503,6 +503,32 @@ def test_glued_safe_harbor_and_risks_recomputed(adult):
     assert glued("deid_risk_roll_marketer") < glued(
         "deid_risk_roll_prosecutor"
     )
+    roll = ["year", "zip3", "Sex"]
+    sample_unique = sizes(sample, roll) == 1
+    twins = sizes(harbor, roll)[sample.index][sample_unique] > 1
+    assert twins.mean() > 0.2
+    # "With the threat model's quasi-identifiers the two measures nearly
+    # agree": within one percentage point.
+    assert (
+        abs(glued("deid_risk_qi_prosecutor") - glued("deid_risk_qi_marketer"))
+        < 0.01
+    )
+
+
+def test_k_anonymity_implies_k_map(tb):
+    # F >= f for every released record, so the largest journalist risk never
+    # exceeds the largest prosecutor risk. Hand table: Zip classes 00001 x3,
+    # 00002 x1, 00003 x2; the release of rows 0, 2 is 2-anonymous and 3-map.
+    risks = tb.value('reidentification_risks(tiny.loc[[0, 2]], tiny, "Zip")')
+    assert risks["prosecutor, largest"] == pytest.approx(1 / 2)
+    assert risks["journalist, largest"] == pytest.approx(1 / 3)
+    assert risks["marketer"] == pytest.approx(1 / 3)
+    for rows in ([0, 1, 4], [1], [3, 4, 5], [0, 1, 2, 3, 4, 5]):
+        risks = tb.value(
+            f'reidentification_risks(tiny.loc[{rows}], tiny, "Zip")'
+        )
+        assert risks["journalist, largest"] <= risks["prosecutor, largest"]
+        assert risks["marketer"] <= risks["prosecutor, average"]
 
 
 # pseudonymization
@@ -551,6 +577,35 @@ def test_glued_recovery_rate_and_keyed_hash(adult):
     assert glued("deid_n_keyed_found") == 0
     assert glued("deid_n_joined") == len(adult)
     assert glued("deid_ssn_area_min") >= 900  # never issued: not real SSNs
+    # "The whole space our data uses ... is N times larger" than one area.
+    areas = adult["SSN"].str[:3].astype(int)
+    assert (
+        glued("deid_n_data_areas")
+        == areas.nunique()
+        == (areas.max() - areas.min() + 1)
+    )
+
+
+def test_rounded_percentages_do_not_read_as_all_or_none():
+    # A share shown as "100%" or "0%" must be exactly 1 or 0: 99.7% rounded
+    # to "100%" would tell the reader that every row is unique.
+    import re
+
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    text = "\n".join(
+        cell.source for cell in notebook.cells if cell.cell_type == "markdown"
+    )
+    pattern = r"\{glue:text\}`(deid_\w+):(\.\d+%)`"
+    checked = 0
+    for name, spec in set(re.findall(pattern, text)):
+        value = glued(name)
+        shown = format(value, spec)
+        if float(shown.rstrip("%")) == 100:
+            assert value == 1, (name, value, shown)
+        if float(shown.rstrip("%")) == 0:
+            assert value == 0, (name, value, shown)
+        checked += 1
+    assert checked > 20
 
 
 def test_glued_count_of_valid_real_ssns_follows_the_rules():
