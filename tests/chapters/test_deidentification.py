@@ -515,6 +515,45 @@ def test_glued_safe_harbor_and_risks_recomputed(adult):
     )
 
 
+def test_glued_sampling_risk_exercise_recomputed(adult):
+    # Voter-roll columns, then the census quasi-identifiers one at a time.
+    over_89 = adult["Age"] > 89
+    harbor = pd.DataFrame(
+        {
+            "year": adult["DOB"].str[-4:].mask(over_89, "90+"),
+            "zip3": adult["Zip"].str[:3],
+        }
+    ).join(adult[CENSUS_QI].assign(Age=adult["Age"].clip(upper=90)))
+    sample = harbor.sample(frac=0.1, random_state=np.random.default_rng(1994))
+
+    def sizes(table, columns):
+        return table.groupby(columns, dropna=False)["Age"].transform("size")
+
+    columns = ["year", "zip3", "Sex"]
+    steps = [columns]
+    for name in CENSUS_QI:
+        if name not in columns:
+            columns = columns + [name]
+            steps.append(columns)
+    prosecutor = [(1 / sizes(sample, c)).mean() for c in steps]
+    marketer = [(1 / sizes(harbor, c)[sample.index]).mean() for c in steps]
+    assert glued("deid_ex_grow_n_start") == 3
+    assert glued("deid_ex_grow_n_end") == len(steps[-1]) == 12
+    assert glued("deid_ex_grow_gap_start") == pytest.approx(
+        prosecutor[0] - marketer[0]
+    )
+    assert glued("deid_ex_grow_gap_end") == pytest.approx(
+        prosecutor[-1] - marketer[-1]
+    )
+    reached = [
+        len(c) for c, m in zip(steps, marketer, strict=True) if m >= 0.95
+    ]
+    first_95 = reached[0]
+    assert glued("deid_ex_grow_n_95") == first_95
+    # The prose: the gap shrinks as attributes are added.
+    assert glued("deid_ex_grow_gap_end") < glued("deid_ex_grow_gap_start") / 10
+
+
 def test_k_anonymity_implies_k_map(tb):
     # F >= f for every released record, so the largest journalist risk never
     # exceeds the largest prosecutor risk. Hand table: Zip classes 00001 x3,
