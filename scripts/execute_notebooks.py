@@ -19,6 +19,30 @@ import nbformat
 from nbclient import NotebookClient
 
 
+def coalesce_streams(notebook) -> None:
+    """Merge consecutive stdout (or stderr) outputs of a cell into one.
+
+    How a kernel's prints are cut into messages depends on timing, so two
+    prints can arrive as one output or as two; merged, the stored file is
+    the same on every run.
+    """
+    for cell in notebook.cells:
+        merged = []
+        for output in cell.get("outputs", []):
+            previous = merged[-1] if merged else None
+            if (
+                output.get("output_type") == "stream"
+                and previous is not None
+                and previous.get("output_type") == "stream"
+                and previous.get("name") == output.get("name")
+            ):
+                previous["text"] = previous["text"] + output["text"]
+            else:
+                merged.append(output)
+        if "outputs" in cell:
+            cell.outputs = merged
+
+
 def normalize_metadata(notebook) -> None:
     """Drop metadata that differs between machines or runs."""
     notebook.metadata.pop("widgets", None)
@@ -40,6 +64,7 @@ def execute_in_place(path: Path, timeout: int = 600) -> float:
     start = time.perf_counter()
     client.execute()
     elapsed = time.perf_counter() - start
+    coalesce_streams(notebook)
     normalize_metadata(notebook)
     nbformat.write(notebook, path)
     return elapsed
