@@ -16,9 +16,11 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 UCI_SOURCE ?= ../shared/data/uci-adult/adult.data
 
-# Debian packages for the PDF (TeX Live) and the browser tests (chromium).
+# Debian packages for the PDF (TeX Live), the browser tests (chromium) and
+# Spark in the DP-at-scale chapter (a Java 17 runtime).
 APT_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended \
-	latexmk fonts-freefont-otf poppler-utils chromium
+	latexmk fonts-freefont-otf poppler-utils chromium \
+	openjdk-17-jre-headless
 
 # Notebooks changed since the last commit (edited or new): what `make check`
 # runs under nbval.
