@@ -78,6 +78,32 @@ def build_book(source: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, cwd=source)
 
 
+# Chapters executed as separate processes (standalone runs, the reader's
+# venvs) run two at a time: each is mostly one busy core, and the CI machine
+# has two. The tests that run them share one fixture per module that executes
+# every chapter those tests selected, then each test reads its own result.
+PARALLEL_RUNS = int(os.environ.get("BOOK_PARALLEL_RUNS", "2"))
+
+
+def selected_params(request, name: str) -> list:
+    """The values the collected tests of this module take for parameter `name`."""
+    return [
+        item.callspec.params[name]
+        for item in request.session.items
+        if item.module is request.module
+        and name in getattr(getattr(item, "callspec", None), "params", {})
+    ]
+
+
+def run_parallel(function, arguments) -> dict:
+    """{argument: function(argument)} for each argument, PARALLEL_RUNS at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    unique = list(dict.fromkeys(arguments))
+    with ThreadPoolExecutor(max_workers=max(1, PARALLEL_RUNS)) as pool:
+        return dict(zip(unique, pool.map(function, unique), strict=True))
+
+
 @pytest.fixture(scope="session")
 def html_build() -> subprocess.CompletedProcess:
     """Build the whole book into _build/html once per test session."""

@@ -8,17 +8,22 @@ unseedable library) may differ; nbval skips the same cells.
 """
 
 import shutil
+import subprocess
 import sys
 
 import nbformat
 import pytest
 
-from conftest import DATA_DIR, ROOT, chapter_notebooks
-
-sys.path.insert(0, str(ROOT / "scripts"))
-from execute_notebooks import execute_in_place  # noqa: E402
+from conftest import (
+    DATA_DIR,
+    ROOT,
+    chapter_notebooks,
+    run_parallel,
+    selected_params,
+)
 
 IGNORED = "nbval-ignore-output"
+EXECUTE = ROOT / "scripts" / "execute_notebooks.py"
 
 
 def without_ignored_outputs(path):
@@ -38,13 +43,33 @@ def data_files_used_by(notebook_path):
     ]
 
 
+@pytest.fixture(scope="module")
+def standalone_runs(request, tmp_path_factory):
+    """Each selected chapter copied alone beside its data and executed there
+    (as `make execute` does, in its own process); {path: (copy, run)}."""
+
+    def run_alone(path):
+        folder = tmp_path_factory.mktemp(path.stem)
+        copy = folder / path.name
+        shutil.copy(path, copy)
+        for data_file in data_files_used_by(path):
+            shutil.copy(data_file, folder)
+        run = subprocess.run(
+            [sys.executable, str(EXECUTE), str(copy)],
+            capture_output=True,
+            text=True,
+        )
+        return copy, run
+
+    return run_parallel(run_alone, selected_params(request, "path"))
+
+
 @pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.stem)
-def test_chapter_runs_alone_and_reproduces_the_stored_notebook(tmp_path, path):
-    copy = tmp_path / path.name
-    shutil.copy(path, copy)
-    for data_file in data_files_used_by(path):
-        shutil.copy(data_file, tmp_path)
-    execute_in_place(copy)
+def test_chapter_runs_alone_and_reproduces_the_stored_notebook(
+    standalone_runs, path
+):
+    copy, run = standalone_runs[path]
+    assert run.returncode == 0, run.stderr[-3000:]
     if IGNORED not in path.read_text():
         assert copy.read_bytes() == path.read_bytes()
     assert without_ignored_outputs(copy) == without_ignored_outputs(path)

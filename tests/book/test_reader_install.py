@@ -15,7 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA_DIR, HTML_DIR, ROOT, chapter_notebooks
+from conftest import (
+    DATA_DIR,
+    HTML_DIR,
+    ROOT,
+    chapter_notebooks,
+    run_parallel,
+    selected_params,
+)
 
 SUPPORTED = ["3.11", "3.13"]  # the floor the README states, and the newest
 
@@ -80,30 +87,40 @@ def test_reader_environment_has_no_book_machinery(reader_env):
     assert (reader_env / "jupyter-lab").exists(), "JupyterLab is missing"
 
 
-@pytest.mark.parametrize("notebook", chapter_notebooks(), ids=lambda p: p.stem)
-def test_downloaded_chapter_runs_in_plain_jupyter(
-    reader_env, notebook, tmp_path, html_build
-):
+@pytest.fixture(scope="module")
+def reader_runs(request, reader_env, html_build, tmp_path_factory):
+    """Each selected chapter's download run in the reader's venv, in a folder
+    of its own with only its data; {notebook: completed process}."""
     # The file the book's download button offers, not the source notebook.
     assert html_build.returncode == 0
-    shutil.copy(HTML_DIR / "_sources" / "chapters" / notebook.name, tmp_path)
-    for data_file in data_files_used_by(notebook):
-        shutil.copy(data_file, tmp_path)
-    run = subprocess.run(
-        [
-            str(reader_env / "jupyter"),
-            "nbconvert",
-            "--to",
-            "notebook",
-            "--execute",
-            "--ExecutePreprocessor.timeout=300",
-            "--output",
-            "executed.ipynb",
-            notebook.name,
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": ""},
-    )
+
+    def run_download(notebook):
+        folder = tmp_path_factory.mktemp(notebook.stem)
+        shutil.copy(HTML_DIR / "_sources" / "chapters" / notebook.name, folder)
+        for data_file in data_files_used_by(notebook):
+            shutil.copy(data_file, folder)
+        return subprocess.run(
+            [
+                str(reader_env / "jupyter"),
+                "nbconvert",
+                "--to",
+                "notebook",
+                "--execute",
+                "--ExecutePreprocessor.timeout=300",
+                "--output",
+                "executed.ipynb",
+                notebook.name,
+            ],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "MPLBACKEND": "Agg", "PYTHONPATH": ""},
+        )
+
+    return run_parallel(run_download, selected_params(request, "notebook"))
+
+
+@pytest.mark.parametrize("notebook", chapter_notebooks(), ids=lambda p: p.stem)
+def test_downloaded_chapter_runs_in_plain_jupyter(reader_runs, notebook):
+    run = reader_runs[notebook]
     assert run.returncode == 0, run.stderr[-3000:]
