@@ -977,8 +977,8 @@ def downcode_by_hand(people, public, k):
 
     Written apart from the chapter's array code: nodes are tuples, the
     release is built by grouping waiting people level by level. Returns
-    one (baseline right, attack right, size of the true child) per
-    generalized person, and the number of people in the sample.
+    one (baseline right, attack right, size of the true child, number of
+    candidate children left) per generalized person.
     """
     paths = [hierarchy_path(e, a, 6) for e, a in people]
     level = [None] * len(paths)
@@ -1015,6 +1015,7 @@ def downcode_by_hand(people, public, k):
                 max(children, key=rank) == truth,
                 max(candidates, key=rank) == truth,
                 size[truth],
+                len(candidates),
             )
         )
     return scored
@@ -1050,6 +1051,12 @@ def test_downcoding_rates_match_an_independent_recomputation(tb):
         assert glued(f"kanon_down_alone_{name}") == pytest.approx(
             (right & (pooled[:, 2] == 1)).sum() / trials
         )
+    assert glued("kanon_down_single") == pytest.approx(
+        (pooled[:, 3] == 1).mean()
+    )
+    # The prose says the attack is right whenever the baseline is: it
+    # keeps the baseline's guess unless minimality rules it out.
+    assert np.all(pooled[:, 1] >= pooled[:, 0])
     # What the prose claims: the attack beats the face-value baseline in
     # every sample, by a small margin on this data.
     assert wins == trials
@@ -1094,3 +1101,25 @@ def test_downcoding_rejects_bad_input(tb):
     value_error_message(tb, "minimal_hierarchical_release(ALL_CODES[:5], 0)")
     value_error_message(tb, "minimal_hierarchical_release(ALL_CODES[:5], 9)")
     value_error_message(tb, "downcoding_trial(orders[0], 5, 10)")
+
+
+def test_downcoding_attack_is_never_worse_than_the_baseline(tb):
+    # Holds for every draw, not only the chapter's seed: where the
+    # baseline's child is still a candidate both guess it; where it is
+    # ruled out the baseline is wrong. Checked on fresh seeded samples.
+    tb.inject(
+        """
+        check_rng = np.random.default_rng(5)
+        check_orders = [check_rng.permutation(len(census)) for _ in range(3)]
+        checked = pd.concat(
+            [downcoding_trial(o, 2000, 5) for o in check_orders]
+        )
+        attack_ok = (checked["attack"] == checked["child"]).to_numpy()
+        baseline_ok = (checked["baseline"] == checked["child"]).to_numpy()
+        """
+    )
+    attack_ok, baseline_ok = tb["attack_ok"], tb["baseline_ok"]
+    assert len(attack_ok) > 1000
+    assert np.all(attack_ok[baseline_ok])
+    assert attack_ok.sum() > baseline_ok.sum()
+    assert tb.value("int((checked['candidates'] >= 1).all())") == 1
