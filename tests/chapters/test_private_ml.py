@@ -546,3 +546,29 @@ def test_diffprivlib_noise_is_seeded_and_uses_the_public_norm(ch):
 def test_glued_group_privacy_conversion(ch):
     # (1, 1e-6) add/remove -> (2, (1 + e) 1e-6) replace-one.
     assert glued("pml_sol_replace_delta") == pytest.approx((1 + np.e) * 1e-6)
+
+
+def test_the_forest_leaks_through_its_zero_losses(ch):
+    # The prose explains the ratio by the ties at loss zero: below that
+    # FPR the attack flips coins among them, so TPR / FPR is the ratio of
+    # the two shares (the reference sample estimates the outsiders' one).
+    zero_members = glued("pml_forest_zero_members")
+    zero_outsiders = glued("pml_forest_zero_outsiders")
+    assert zero_members > 0.9 and zero_outsiders < 0.5
+    ratio = zero_members / zero_outsiders
+    assert glued("pml_forest_ratio") == pytest.approx(ratio, rel=0.15)
+
+
+def test_regularized_forest_is_back_to_chance_and_more_accurate(ch):
+    # The solution's claims: intervals overlap; better on the outsiders.
+    assert glued("pml_sol_pruned_tpr_low") < glued("pml_sol_pruned_fpr_high")
+    assert glued("pml_sol_pruned_fpr_low") < glued("pml_sol_pruned_tpr_high")
+    assert glued("pml_sol_pruned_test") > glued("pml_forest_test_accuracy")
+
+
+def test_clipping_solution_claims(ch):
+    # C = 10 never binds (the gradient bound is below 10).
+    assert glued("pml_sol_cut_10") == 0
+    assert glued("pml_gradient_bound") < 10
+    assert glued("pml_sol_clip_01") < glued("pml_dpsgd_acc_1")
+    assert glued("pml_sol_clip_10") < glued("pml_dpsgd_acc_1")
