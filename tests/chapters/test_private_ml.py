@@ -1,0 +1,574 @@
+"""Tests for chapters/private-ml.ipynb: features from the public schema, the
+membership attack, DP-SGD (clipping, noise, the expected-batch divisor), its
+accounting against dp-accounting called directly, and diffprivlib."""
+
+import dp_accounting
+import numpy as np
+import pandas as pd
+import pytest
+from dp_accounting import rdp
+from scipy.optimize import brentq
+from scipy.stats import norm
+
+from conftest import chapter_kernel, glued_value, value_error_message
+
+STEM = "private-ml"
+
+
+@pytest.fixture(scope="module")
+def ch():
+    with chapter_kernel(STEM) as chapter:
+        yield chapter
+
+
+def glued(name):
+    return glued_value(STEM, name)
+
+
+# --- features from the public schema -----------------------------------------
+
+
+def test_a_persons_features_do_not_depend_on_anyone_else(ch):
+    adult, features = ch["adult"], ch["census_features"]
+    everyone = features(adult)
+    for row in [0, 17, 4242, len(adult) - 1]:
+        alone = features(adult.iloc[[row]])
+        np.testing.assert_array_equal(alone[0], everyone[row])
+    # Replacing one person by an extreme one changes no other row (a
+    # min-max scaler fitted on the data would change them all).
+    changed = adult.copy()
+    changed.loc[0, ["Age", "Capital Gain", "Capital Loss"]] = [89, 99999, 4356]
+    np.testing.assert_array_equal(features(changed)[1:], everyone[1:])
+
+
+def test_identifiers_are_never_features(ch):
+    adult = ch["adult"]
+    scrambled = adult.assign(
+        Name="x", DOB="1/1/1900", SSN="000-00-0000", Zip="00000"
+    )
+    without = adult.drop(columns=["Name", "DOB", "SSN", "Zip"])
+    everyone = ch["census_features"](adult)
+    np.testing.assert_array_equal(ch["census_features"](scrambled), everyone)
+    np.testing.assert_array_equal(ch["census_features"](without), everyone)
+
+
+def _person(**changes):
+    row = {
+        "Workclass": "Private",
+        "Education": "Bachelors",
+        "Education-Num": 13,
+        "Marital Status": "Never-married",
+        "Occupation": "Sales",
+        "Relationship": "Own-child",
+        "Race": "White",
+        "Sex": "Female",
+        "Hours per week": 40,
+        "Country": "United-States",
+        "Target": "<=50K",
+        "Age": 30,
+        "Capital Gain": 0,
+        "Capital Loss": 0,
+    }
+    row.update(changes)
+    return row
+
+
+def test_numbers_are_clipped_to_the_public_ranges_by_hand(ch):
+    people = pd.DataFrame(
+        [
+            _person(Age=17, **{"Capital Gain": 0, "Hours per week": 1}),
+            _person(Age=90, **{"Capital Gain": 99999, "Hours per week": 99}),
+            _person(Age=53.5, **{"Education-Num": 8.5}),
+            _person(Age=200, **{"Capital Gain": 10**9, "Hours per week": 0}),
+            _person(Age=-5, **{"Capital Loss": -100}),
+        ]
+    )
+    features = ch["census_features"](people)
+    age = features[:, -5]
+    education, hours = features[:, -4], features[:, -3]
+    gain, loss = features[:, -2], features[:, -1]
+    np.testing.assert_allclose(age, [0, 1, 0.5, 1, 0])
+    np.testing.assert_allclose(education[2], 0.5)  # (8.5 - 1) / 15
+    np.testing.assert_allclose(hours[[0, 1, 3]], [0, 1, 0])
+    np.testing.assert_allclose(gain[[0, 1, 3]], [0, 1, 1])
+    np.testing.assert_allclose(loss[4], 0)
+    assert features.min() >= 0 and features.max() <= 1
+
+
+def test_one_indicator_per_answer_and_none_for_a_blank(ch):
+    categories = ch["ADULT_CATEGORIES"]
+    n_categorical = sum(len(v) for v in categories.values())
+    people = pd.DataFrame(
+        [_person(), _person(Workclass=np.nan, Country=np.nan)]
+    )
+    indicators = ch["census_features"](people)[:, :n_categorical]
+    assert indicators[0].sum() == len(categories)
+    assert indicators[1].sum() == len(categories) - 2
+    # The first block is Workclass; 'Private' is its first category.
+    assert (
+        indicators[0, 0] == 1
+        and indicators[1, : len(categories["Workclass"])].sum() == 0
+    )
+
+
+def test_every_row_respects_the_norm_bound_from_the_schema(ch):
+    rng = np.random.default_rng(3)
+    categories = ch["ADULT_CATEGORIES"]
+    people = pd.DataFrame(
+        [
+            _person(
+                **{c: rng.choice(v) for c, v in categories.items()},
+                Age=rng.uniform(-50, 300),
+                **{
+                    "Education-Num": rng.uniform(-5, 30),
+                    "Hours per week": rng.uniform(-5, 300),
+                    "Capital Gain": rng.uniform(0, 1e7),
+                    "Capital Loss": rng.uniform(0, 1e7),
+                },
+            )
+            for _ in range(300)
+        ]
+    )
+    norms = np.linalg.norm(ch["census_features"](people), axis=1)
+    bound = ch["FEATURE_NORM_BOUND"]
+    assert bound == pytest.approx(np.sqrt(13))
+    assert norms.max() <= bound + 1e-12
+    # The bound is attained: every block at its maximum.
+    corner = pd.DataFrame(
+        [
+            _person(
+                Age=90,
+                **{
+                    "Education-Num": 16,
+                    "Hours per week": 99,
+                    "Capital Gain": 99999,
+                    "Capital Loss": 99999,
+                },
+            )
+        ]
+    )
+    assert np.linalg.norm(ch["census_features"](corner)) == pytest.approx(
+        bound
+    )
+
+
+def test_features_and_labels_reject_bad_input(ch):
+    ch.inject(
+        """
+        bad_country = adult.head(3).assign(Country="Atlantis")
+        bad_age = adult.head(3).assign(Age=np.nan)
+        no_age = adult.head(3).drop(columns=["Age"])
+        bad_target = adult.head(3).assign(Target="rich")
+        """
+    )
+    assert "Atlantis" in value_error_message(
+        ch, "census_features(bad_country)"
+    )
+    value_error_message(ch, "census_features(bad_age)")
+    assert "Age" in value_error_message(ch, "census_features(no_age)")
+    value_error_message(ch, "census_features(adult.head(0))")
+    value_error_message(ch, "income_labels(bad_target)")
+
+
+def test_labels_are_income_above_50k(ch):
+    labels = ch["income_labels"](ch["adult"])
+    assert set(np.unique(labels)) == {0, 1}
+    assert labels.sum() == (ch["adult"]["Target"] == ">50K").sum()
+
+
+# --- the membership attack ---------------------------------------------------
+
+
+def test_threshold_by_hand_with_ties(ch):
+    losses = [0, 0, 0, 0, 1, 2, 3, 4, 5, 6]
+    # 20% of ten losses: two of the four tied zeros, so each with chance 1/2.
+    assert ch["loss_threshold"](losses, 0.2) == pytest.approx((0.0, 0.5))
+    # 50%: all four zeros, the one, and no tie to break at 1.
+    assert ch["loss_threshold"](losses, 0.5) == pytest.approx((1.0, 1.0))
+    assert ch["loss_threshold"](losses, 0.45) == pytest.approx((1.0, 0.5))
+
+
+def test_calibrated_attack_flags_the_target_share_despite_ties(ch):
+    rng = np.random.default_rng(11)
+    reference = np.r_[np.zeros(600), rng.uniform(0, 1, 400)]
+    threshold, share = ch["loss_threshold"](reference, 0.1)
+    flagged = [
+        ch["loss_attack"](reference, threshold, share, rng).mean()
+        for _ in range(2000)
+    ]
+    # Each share is a mean of 1000 coin-flipped records (600 tied); its
+    # sd is below 0.013, so the mean of 2000 has sd below 3e-4.
+    assert np.mean(flagged) == pytest.approx(0.1, abs=1.5e-3)
+
+
+def test_attack_beats_chance_on_the_forest_by_the_stated_margin(ch):
+    # The prose: TPR about `pml_forest_ratio` times the FPR at a 1% target,
+    # with the two 95% intervals apart. Re-run the attack's coin flips
+    # with other seeds: the claim must not rest on one lucky draw.
+    assert glued("pml_forest_tpr_low") > glued("pml_forest_fpr_high")
+    stated = glued("pml_forest_ratio")
+    assert stated > 2
+    member, outsider, reference = ch["losses"]["forest"]
+    ratios = []
+    for seed in range(20):
+        rates = ch["attack_rates"](
+            member, outsider, reference, 0.01, np.random.default_rng(seed)
+        )
+        assert rates["TPR low"] > rates["FPR high"]
+        ratios.append(rates["TPR"] / rates["FPR"])
+    assert np.mean(ratios) > 2
+    assert np.mean(ratios) == pytest.approx(stated, abs=0.4)
+
+
+def test_the_logistic_regression_is_indistinguishable_from_chance(ch):
+    # The prose says its intervals overlap.
+    assert glued("pml_logistic_tpr_low") < glued("pml_logistic_fpr_high")
+    assert glued("pml_logistic_fpr_low") < glued("pml_logistic_tpr_high")
+
+
+def test_attack_on_private_models_stays_under_the_ceiling(ch):
+    table = ch["dp_attack"]
+    assert (table["TPR low"] <= table["ceiling"]).all()
+    epsilons = [e for e in table.index if np.isfinite(e)]
+    expected = np.minimum(1, np.exp(epsilons) * 0.01 + 1e-6)
+    np.testing.assert_allclose(table.loc[epsilons, "ceiling"], expected)
+
+
+# --- DP-SGD ------------------------------------------------------------------
+
+
+def test_per_example_gradients_match_finite_differences(ch):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(6, 4))
+    y = np.array([0, 1, 1, 0, 1, 0])
+    w = rng.normal(size=5)
+
+    def loss(weights, i):
+        p = 1 / (1 + np.exp(-(X[i] @ weights[:-1] + weights[-1])))
+        return -np.log(p if y[i] == 1 else 1 - p)
+
+    gradients = ch["per_example_gradients"](w, X, y)
+    for i in range(6):
+        numeric = [
+            (loss(w + h, i) - loss(w - h, i)) / 2e-6 for h in np.eye(5) * 1e-6
+        ]
+        np.testing.assert_allclose(gradients[i], numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_every_clipped_gradient_has_norm_at_most_c(ch):
+    rng = np.random.default_rng(8)
+    for clip_norm in [1e-3, 0.5, 1.0, 7.0]:
+        gradients = rng.normal(size=(5000, 30)) * rng.lognormal(
+            0, 3, (5000, 1)
+        )
+        clipped = ch["clip_gradients"](gradients, clip_norm)
+        norms = np.linalg.norm(gradients, axis=1)
+        clipped_norms = np.linalg.norm(clipped, axis=1)
+        assert clipped_norms.max() <= clip_norm * (1 + 1e-12)
+        short = norms <= clip_norm
+        np.testing.assert_array_equal(clipped[short], gradients[short])
+        # Long ones keep their direction and land on the sphere.
+        cosine = np.sum(clipped * gradients, axis=1) / (clipped_norms * norms)
+        np.testing.assert_allclose(cosine, 1, rtol=1e-12)
+        np.testing.assert_allclose(
+            clipped_norms[~short], clip_norm, rtol=1e-12
+        )
+    zero = ch["clip_gradients"](np.zeros((3, 4)), 1.0)
+    np.testing.assert_array_equal(zero, 0)
+
+
+def test_gradients_of_census_rows_are_bounded_as_the_prose_says(ch):
+    # |p - y| sqrt(|x|^2 + 1) <= sqrt(14): a clipping norm of 10 never binds.
+    rng = np.random.default_rng(9)
+    X, y = ch["members_X"], ch["members_y"]
+    for _ in range(20):
+        weights = rng.normal(0, 5, X.shape[1] + 1)
+        norms = np.linalg.norm(
+            ch["per_example_gradients"](weights, X, y), axis=1
+        )
+        assert norms.max() <= glued("pml_gradient_bound") + 1e-12
+
+
+def test_dpsgd_noise_has_the_stated_sigma(ch):
+    # With a huge intercept and every label 1, every gradient is below
+    # 1e-20, so (output * expected batch) is the added noise itself.
+    sigma, clip_norm, expected = 1.7, 0.3, 4.0
+    X, y = np.zeros((40, 2000)), np.ones(40)
+    weights = np.r_[np.zeros(2000), 50.0]
+    noise = np.concatenate(
+        [
+            expected
+            * ch["dpsgd_gradient"](
+                weights,
+                X,
+                y,
+                sampling_rate=0.1,
+                clip_norm=clip_norm,
+                noise_multiplier=sigma,
+                expected_batch_size=expected,
+                rng=np.random.default_rng(seed),
+            )
+            for seed in range(200)
+        ]
+    )
+    scale = sigma * clip_norm
+    n = len(noise)  # 400,200 draws
+    # Standard error of the mean is scale/sqrt(n); of the sample sd,
+    # about scale/sqrt(2n) (relative 0.0011). Five of each.
+    assert abs(noise.mean()) < 5 * scale / np.sqrt(n)
+    assert noise.std() / scale == pytest.approx(1, abs=5 / np.sqrt(2 * n))
+    # Normal, not just the right sd: the share within one sd is 68.27%.
+    within = np.mean(np.abs(noise) < scale)
+    p = norm.cdf(1) - norm.cdf(-1)
+    assert within == pytest.approx(p, abs=5 * np.sqrt(p * (1 - p) / n))
+
+
+def test_dpsgd_divides_by_the_expected_batch_not_the_realised_one(ch):
+    # Fifty identical examples with gradient g, |g| < C, no noise: the
+    # output is m g / L with m ~ Binomial(50, 0.1) and L = 5. Dividing by
+    # the realised size m would give exactly g whenever m > 0.
+    X, y = np.tile([0.2, 0.4], (50, 1)), np.zeros(50)
+    g = 0.5 * np.array([0.2, 0.4, 1.0])
+    ratios = np.array(
+        [
+            ch["dpsgd_gradient"](
+                np.zeros(3),
+                X,
+                y,
+                sampling_rate=0.1,
+                clip_norm=1.0,
+                noise_multiplier=0.0,
+                expected_batch_size=5.0,
+                rng=np.random.default_rng(seed),
+            )
+            / g
+            for seed in range(4000)
+        ]
+    )
+    # The output is a multiple of g: every coordinate gives the same ratio.
+    np.testing.assert_allclose(ratios, ratios[:, [0, 0, 0]], rtol=1e-12)
+    batch_sizes = ratios[:, 0] * 5
+    np.testing.assert_allclose(batch_sizes, np.round(batch_sizes), atol=1e-9)
+    # Mean 1 (unbiased), variance 50 * 0.1 * 0.9 / 25 = 0.18. Standard
+    # errors: 0.0067 for the mean, about 0.005 for the variance.
+    assert ratios[:, 0].mean() == pytest.approx(1, abs=0.03)
+    assert ratios[:, 0].var() == pytest.approx(0.18, abs=0.025)
+
+
+def test_dpsgd_learns_without_noise_and_is_reproducible(ch):
+    settings = dict(
+        steps=200,
+        learning_rate=2.0,
+        sampling_rate=0.05,
+        clip_norm=1.0,
+        noise_multiplier=0.0,
+        expected_batch_size=400.0,
+    )
+    X, y = ch["members_X"], ch["members_y"]
+    first = ch["dpsgd_train"](X, y, rng=np.random.default_rng(1), **settings)
+    again = ch["dpsgd_train"](X, y, rng=np.random.default_rng(1), **settings)
+    np.testing.assert_array_equal(first, again)
+    accuracy = ch["logistic_accuracy"](
+        first, ch["outsiders_X"], ch["outsiders_y"]
+    )
+    assert accuracy > glued("pml_majority_accuracy") + 0.05
+
+
+def test_dpsgd_rejects_bad_input(ch):
+    ch.inject(
+        """
+        def train_with(**changes):
+            arguments = dict(
+                features=members_X[:50], labels=members_y[:50], steps=3,
+                learning_rate=1.0, rng=np.random.default_rng(0),
+                sampling_rate=0.1, clip_norm=1.0, noise_multiplier=1.0,
+                expected_batch_size=5.0,
+            )
+            arguments.update(changes)
+            features = arguments.pop("features")
+            labels = arguments.pop("labels")
+            return dpsgd_train(features, labels, **arguments)
+
+        nan_features = members_X[:50].copy()
+        nan_features[3, 2] = np.nan
+        """
+    )
+    for bad in [
+        "features=nan_features",
+        "labels=members_y[:50] + 1",
+        "labels=members_y[:49]",
+        "features=members_X[:50, 0]",
+        "sampling_rate=0",
+        "sampling_rate=1.5",
+        "clip_norm=0",
+        "clip_norm=-1",
+        "noise_multiplier=-0.5",
+        "noise_multiplier=np.nan",
+        "clip_norm=np.inf",  # noise needs a finite clip norm
+        "steps=0",
+        "steps=2.5",
+        "learning_rate=0",
+        "expected_batch_size=0",
+    ]:
+        value_error_message(ch, f"train_with({bad})")
+    for rng in ["np.random.RandomState(0)", "0", "None"]:
+        with pytest.raises(TypeError):
+            ch.value(f"train_with(rng={rng})")
+    with pytest.raises(TypeError):
+        ch["loss_attack"]([0.1], 0.5, 0.5, 0)
+    for bad in [
+        "clip_gradients(np.ones((2, 2)), 0)",
+        "loss_threshold([1, 2, 3], 0)",
+        "loss_threshold([1, 2, 3], 1)",
+        "loss_threshold([], 0.1)",
+        "loss_threshold([1, np.nan], 0.1)",
+        "dpsgd_epsilon(0, 0.1, 10, 1e-6)",
+        "dpsgd_epsilon(1, 0, 10, 1e-6)",
+        "dpsgd_epsilon(1, 0.1, 0, 1e-6)",
+        "dpsgd_epsilon(1, 0.1, 10, 0)",
+        "dpsgd_epsilon(1, 0.1, 10, 1)",
+        "dpsgd_noise_multiplier(0, 0.1, 10, 1e-6)",
+        "dpsgd_noise_multiplier(np.inf, 0.1, 10, 1e-6)",
+    ]:
+        value_error_message(ch, bad)
+
+
+# --- accounting ----------------------------------------------------------------
+
+
+def _library_epsilon(sigma, q, steps, delta):
+    # Built independently of the chapter: the count goes to compose().
+    accountant = rdp.RdpAccountant()
+    event = dp_accounting.PoissonSampledDpEvent(
+        q, dp_accounting.GaussianDpEvent(sigma)
+    )
+    accountant.compose(event, steps)
+    return accountant.get_epsilon(delta)
+
+
+def test_chapter_epsilon_matches_dp_accounting_called_directly(ch):
+    q, steps, delta = ch["SAMPLING_RATE"], ch["STEPS"], ch["DELTA"]
+    assert (q, steps, delta) == (0.02, 500, 1e-6)
+    assert steps == glued("pml_steps")
+    table = ch["calibration"]
+    for target, row in table.iterrows():
+        direct = _library_epsilon(row["noise multiplier"], q, steps, delta)
+        assert row["epsilon (accountant)"] == pytest.approx(direct, rel=1e-10)
+        assert direct <= target
+    sigma_1 = glued("pml_sigma_eps1")
+    assert glued("pml_eps1_reached") == pytest.approx(
+        _library_epsilon(sigma_1, q, steps, delta), rel=1e-10
+    )
+
+
+def test_calibrated_noise_is_enough_and_barely_more_than_needed(ch):
+    q, steps, delta = ch["SAMPLING_RATE"], ch["STEPS"], ch["DELTA"]
+    for target, sigma in ch["noise_multipliers"].items():
+        assert _library_epsilon(sigma, q, steps, delta) <= target
+        # The bisection's tolerance is 1%: 1.5% less noise must break it.
+        assert _library_epsilon(sigma / 1.015, q, steps, delta) > target
+
+
+def _exact_gaussian_epsilon(sigma, delta):
+    # Balle and Wang's exact curve for sensitivity 1, solved for epsilon.
+    def excess(epsilon):
+        # e^eps Phi(-a - b) in log space, so a large epsilon cannot overflow.
+        return (
+            norm.cdf(0.5 / sigma - epsilon * sigma)
+            - np.exp(epsilon + norm.logcdf(-0.5 / sigma - epsilon * sigma))
+            - delta
+        )
+
+    return brentq(excess, 1e-9, 1e4)
+
+
+def test_full_batch_epsilon_is_an_upper_bound_on_the_exact_one(ch):
+    # With q = 1 the run is T Gaussian releases, exactly one release with
+    # sigma / sqrt(T): the Renyi accountant must not report less, and
+    # should not be far above.
+    steps, delta = ch["STEPS"], ch["DELTA"]
+    sigma = glued("pml_sigma_eps1")
+    exact = _exact_gaussian_epsilon(sigma / np.sqrt(steps), delta)
+    ours = ch["dpsgd_epsilon"](sigma, 1.0, steps, delta)
+    assert ours == pytest.approx(glued("pml_full_batch_eps1"))
+    assert exact <= ours <= 1.1 * exact
+
+
+def test_subsampling_amplifies(ch):
+    sigma, steps, delta = 2.0, 100, 1e-6
+    epsilons = [
+        ch["dpsgd_epsilon"](sigma, q, steps, delta) for q in [1.0, 0.1, 0.01]
+    ]
+    assert epsilons[0] > epsilons[1] > epsilons[2]
+
+
+def test_the_library_refuses_poisson_sampling_for_replace_one(ch):
+    # The prose says so: the accounting is for add-or-remove neighbours.
+    accountant = rdp.RdpAccountant(
+        neighboring_relation=dp_accounting.NeighboringRelation.REPLACE_ONE
+    )
+    event = dp_accounting.PoissonSampledDpEvent(
+        0.02, dp_accounting.GaussianDpEvent(1.0)
+    )
+    assert not accountant.supports(event)
+    assert rdp.RdpAccountant().supports(event)
+
+
+# --- the cost of privacy and diffprivlib -------------------------------------
+
+
+def test_noise_costs_accuracy_and_objective_perturbation_costs_more(ch):
+    assert glued("pml_dpsgd_acc_05") < glued("pml_dpsgd_acc_inf")
+    # The prose: diffprivlib at epsilon 0.5 falls below the majority class.
+    assert glued("pml_library_acc_05") < glued("pml_majority_accuracy")
+    assert glued("pml_library_acc_05") < glued("pml_dpsgd_acc_05")
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")
+def test_diffprivlib_noise_is_seeded_and_uses_the_public_norm(ch):
+    from diffprivlib.models import LogisticRegression
+
+    X, y = ch["members_X"], ch["members_y"]
+
+    def fit(seed):
+        model = LogisticRegression(
+            epsilon=1.0, data_norm=ch["FEATURE_NORM_BOUND"], random_state=seed
+        )
+        return model.fit(X, y).coef_
+
+    np.testing.assert_array_equal(fit(3), fit(3))
+    assert not np.array_equal(fit(3), fit(4))
+    assert ch["diffprivlib_accuracy"](1.0, 3) == ch["diffprivlib_accuracy"](
+        1.0, 3
+    )
+
+
+def test_glued_group_privacy_conversion(ch):
+    # (1, 1e-6) add/remove -> (2, (1 + e) 1e-6) replace-one.
+    assert glued("pml_sol_replace_delta") == pytest.approx((1 + np.e) * 1e-6)
+
+
+def test_the_forest_leaks_through_its_zero_losses(ch):
+    # The prose explains the ratio by the ties at loss zero: below that
+    # FPR the attack flips coins among them, so TPR / FPR is the ratio of
+    # the two shares (the reference sample estimates the outsiders' one).
+    zero_members = glued("pml_forest_zero_members")
+    zero_outsiders = glued("pml_forest_zero_outsiders")
+    assert zero_members > 0.9 and zero_outsiders < 0.5
+    ratio = zero_members / zero_outsiders
+    assert glued("pml_forest_ratio") == pytest.approx(ratio, rel=0.15)
+
+
+def test_regularized_forest_is_back_to_chance_and_more_accurate(ch):
+    # The solution's claims: intervals overlap; better on the outsiders.
+    assert glued("pml_sol_pruned_tpr_low") < glued("pml_sol_pruned_fpr_high")
+    assert glued("pml_sol_pruned_fpr_low") < glued("pml_sol_pruned_tpr_high")
+    assert glued("pml_sol_pruned_test") > glued("pml_forest_test_accuracy")
+
+
+def test_clipping_solution_claims(ch):
+    # C = 10 never binds (the gradient bound is below 10).
+    assert glued("pml_sol_cut_10") == 0
+    assert glued("pml_gradient_bound") < 10
+    assert glued("pml_sol_clip_01") < glued("pml_dpsgd_acc_1")
+    assert glued("pml_sol_clip_10") < glued("pml_dpsgd_acc_1")
