@@ -635,3 +635,11 @@ def test_clipping_solution_claims(ch):
     assert glued("pml_gradient_bound") < 10
     assert glued("pml_sol_clip_01") < glued("pml_dpsgd_acc_1")
     assert glued("pml_sol_clip_10") < glued("pml_dpsgd_acc_1")
+
+
+def test_diffprivlib_at_small_epsilon_is_below_the_majority_answer(ch):
+    # The prose: at eps = 1 and 0.5 the library's models score below
+    # always answering "at most $50K".
+    majority = glued("pml_majority_accuracy")
+    assert glued("pml_library_acc_1") < majority
+    assert glued("pml_library_acc_05") < majority
