@@ -6,9 +6,9 @@ import dp_accounting
 import numpy as np
 import pandas as pd
 import pytest
-from dp_accounting import rdp
+from dp_accounting import pld, rdp
 from scipy.optimize import brentq
-from scipy.stats import norm
+from scipy.stats import laplace, norm
 
 from conftest import chapter_kernel, glued_value, value_error_message
 
@@ -227,11 +227,40 @@ def test_the_logistic_regression_is_indistinguishable_from_chance(ch):
 
 
 def test_attack_on_private_models_stays_under_the_ceiling(ch):
+    # The prose: every 95% interval lies below the ceiling.
     table = ch["dp_attack"]
-    assert (table["TPR low"] <= table["ceiling"]).all()
-    epsilons = [e for e in table.index if np.isfinite(e)]
-    expected = np.minimum(1, np.exp(epsilons) * 0.01 + 1e-6)
+    assert (table["TPR high"] <= table["ceiling"]).all()
+    # The split has a fixed size, so a member is compared with an outsider
+    # who took their place: two add/remove steps, e^(2 eps), (1 + e^eps).
+    epsilons = np.array([e for e in table.index if np.isfinite(e)])
+    expected = np.minimum(
+        1, np.exp(2 * epsilons) * 0.01 + (1 + np.exp(epsilons)) * 1e-6
+    )
     np.testing.assert_allclose(table.loc[epsilons, "ceiling"], expected)
+    assert ch["swap_ceiling"](1.0, 0.01, 1e-6) == pytest.approx(
+        np.e**2 * 0.01 + (1 + np.e) * 1e-6
+    )
+
+
+def test_a_replaced_member_can_reach_the_doubled_exponent(ch):
+    # Why the single-step ceiling e^eps FPR + delta is wrong for a split of
+    # fixed size: an eps-DP (add/remove) Laplace sum of values in [-1, 1]
+    # (scale 1 / eps) separates a person with value 1 from their
+    # replacement with value -1 by a tail ratio of e^(2 eps) > e^eps.
+    epsilon, threshold = 1.0, 3.0
+    tpr = laplace.sf(threshold, loc=1, scale=1 / epsilon)
+    fpr = laplace.sf(threshold, loc=-1, scale=1 / epsilon)
+    assert tpr / fpr == pytest.approx(np.exp(2 * epsilon))
+    assert tpr > np.exp(epsilon) * fpr
+    assert tpr <= ch["swap_ceiling"](epsilon, fpr, 0.0) * (1 + 1e-12)
+
+
+def test_vacuous_epsilons(ch):
+    # Where each ceiling reaches 1 at an FPR of 1%.
+    assert glued("pml_vacuous_from") == pytest.approx(np.log(100), abs=1e-3)
+    swap = glued("pml_vacuous_from_swap")
+    assert ch["swap_ceiling"](swap, 0.01, 1e-6) == pytest.approx(1)
+    assert ch["swap_ceiling"](swap - 0.01, 0.01, 1e-6) < 1
 
 
 # --- DP-SGD ------------------------------------------------------------------
@@ -543,6 +572,40 @@ def test_diffprivlib_noise_is_seeded_and_uses_the_public_norm(ch):
     )
 
 
+def _poisson_gaussian_run(sigma, relation):
+    accountant = pld.PLDAccountant(relation)
+    accountant.compose(
+        dp_accounting.SelfComposedDpEvent(
+            dp_accounting.PoissonSampledDpEvent(
+                0.02, dp_accounting.GaussianDpEvent(sigma)
+            ),
+            500,
+        )
+    )
+    return accountant
+
+
+def test_pld_cross_check_is_tighter_than_the_renyi_bound(ch):
+    # The prose: the PLD accountant's epsilon for the same run is smaller,
+    # so the Renyi epsilon is an upper bound.
+    sigma = glued("pml_sigma_eps1")
+    relation = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+    direct = _poisson_gaussian_run(sigma, relation).get_epsilon(1e-6)
+    assert glued("pml_pld_eps1") == pytest.approx(direct, rel=1e-6)
+    assert glued("pml_pld_eps1") < glued("pml_eps1_reached") <= 1.0
+
+
+def test_replace_one_accounted_directly_beats_group_privacy(ch):
+    # The solution: dp-accounting's PLD accountant accepts Poisson sampling
+    # under replace-one and gives less than the 2 eps of group privacy.
+    sigma = glued("pml_sigma_eps1")
+    relation = dp_accounting.NeighboringRelation.REPLACE_ONE
+    accountant = _poisson_gaussian_run(sigma, relation)
+    direct = accountant.get_epsilon((1 + np.e) * 1e-6)
+    assert glued("pml_sol_replace_direct") == pytest.approx(direct, rel=1e-6)
+    assert glued("pml_eps1_reached") < glued("pml_sol_replace_direct") < 2
+
+
 def test_glued_group_privacy_conversion(ch):
     # (1, 1e-6) add/remove -> (2, (1 + e) 1e-6) replace-one.
     assert glued("pml_sol_replace_delta") == pytest.approx((1 + np.e) * 1e-6)
@@ -572,3 +635,11 @@ def test_clipping_solution_claims(ch):
     assert glued("pml_gradient_bound") < 10
     assert glued("pml_sol_clip_01") < glued("pml_dpsgd_acc_1")
     assert glued("pml_sol_clip_10") < glued("pml_dpsgd_acc_1")
+
+
+def test_diffprivlib_at_small_epsilon_is_below_the_majority_answer(ch):
+    # The prose: at eps = 1 and 0.5 the library's models score below
+    # always answering "at most $50K".
+    majority = glued("pml_majority_accuracy")
+    assert glued("pml_library_acc_1") < majority
+    assert glued("pml_library_acc_05") < majority
