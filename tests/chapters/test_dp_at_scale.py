@@ -103,13 +103,13 @@ def test_bounding_with_large_bounds_keeps_everything(tb):
 def test_bounding_picks_shops_uniformly(tb):
     # One person with 1, 2 and 6 visits in three shops, k = 1: each shop
     # should be kept with probability 1/3, whatever its number of rows.
-    # 3,000 seeded draws; chi-square at the 0.1% level.
+    # 1,500 seeded draws; chi-square at the 0.1% level.
     tb.inject(
         "_one = pd.DataFrame({'person': 0, 'shop': ['A'] + ['B'] * 2 + "
         "['C'] * 6})\n"
         "_g = np.random.default_rng(5)\n"
         "_kept = [bound_contributions(_one, 1, 10, _g)['shop'].iloc[0] "
-        "for _ in range(3000)]"
+        "for _ in range(1500)]"
     )
     counts = pd.Series(tb.value("_kept")).value_counts()
     assert stats.chisquare(counts.to_numpy()).pvalue > 1e-3
@@ -304,3 +304,19 @@ def test_timings_file_covers_the_three_engines():
     }
     assert timings["machine"].nunique() == 1
     assert (timings["seconds"] > 0).all()
+
+
+def test_chapter_runs_without_java(monkeypatch, capsys, tmp_path):
+    # A reader without a Java runtime: no `java` on PATH, no JAVA_HOME. The
+    # chapter must run top to bottom, say what to install and skip Spark.
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    with chapter_kernel("dp-at-scale") as chapter:
+        assert chapter.value("spark_available") is False
+        assert chapter.value("by_spark is None")
+        assert chapter.value("list(comparison.index)") == [
+            "pandas",
+            "LocalBackend",
+        ]
+    printed = capsys.readouterr().out
+    assert "Skipping Spark: install a Java 17 runtime" in printed
