@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
 """Measure, on this machine: clean HTML and PDF builds, page weight, nbval over all chapters, each chapter's execution.
+Then scripts/bench_dp_at_scale.py times one DP aggregation (pandas, PipelineDP
+local and on Spark) at 1x, 10x and 100x the visits and writes
+data/dp-at-scale-timings.csv.
 
 Usage: python scripts/bench.py     (or `make bench`)
 
@@ -116,6 +119,12 @@ def main() -> int:
     print(f"nbval, all {len(chapters)} chapters:        {nbval:7.1f} s")
     for path in chapters:
         print(f"execute {path.name:32s}{execution_seconds(path):7.1f} s")
+    print("DP at scale: pandas, PipelineDP local and Spark, 1x-100x visits")
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench_dp_at_scale.py")],
+        cwd=ROOT,
+        check=True,
+    )
     return 0
 
 
