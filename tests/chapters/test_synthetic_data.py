@@ -1,0 +1,535 @@
+"""Tests for chapters/synthetic-data.ipynb: the chapter's own functions,
+run in its namespace, and the claims its prose makes about glued values."""
+
+import itertools
+from collections import deque
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from conftest import chapter_kernel, glued_value, value_error_message
+
+STEM = "synthetic-data"
+
+
+@pytest.fixture(scope="module")
+def tb():
+    with chapter_kernel(STEM) as notebook:
+        yield notebook
+
+
+def glued(name):
+    return glued_value(STEM, name)
+
+
+def sampling_tolerance(probabilities, n_rows):
+    """How far the empirical distribution of n_rows draws may fall from
+    `probabilities` in total variation distance.
+
+    The mean is at most 1/2 sum sqrt(p (1 - p) / n) (Jensen, per cell);
+    one draw moves the distance by at most 1/n, so by McDiarmid's
+    inequality it exceeds its mean by t with probability at most
+    exp(-2 n t^2) = 1e-6 for t = sqrt(ln(1e6) / (2 n)).
+    """
+    p = np.asarray(probabilities, dtype=float).ravel()
+    p = p / p.sum()
+    mean_bound = 0.5 * np.sum(np.sqrt(p * (1 - p) / n_rows))
+    return mean_bound + np.sqrt(np.log(1e6) / (2 * n_rows))
+
+
+# --- encoding and marginals ----------------------------------------------
+
+
+def test_encode_bands_at_their_edges(tb):
+    # Hand-built rows: each band edge and the value just below it.
+    tb.inject(
+        """
+        _rows = adult.iloc[:6].copy()
+        _rows["Age"] = [17, 24, 25, 64, 65, 90]
+        _rows["Education-Num"] = [8, 9, 12, 13, 14, 16]
+        _rows["Hours per week"] = [34, 35, 40, 41, 51, 99]
+        _enc = synth_encode(_rows)
+        """
+    )
+    assert tb.value("_enc['Age band'].tolist()") == [0, 0, 1, 4, 5, 5]
+    assert tb.value("_enc['Education'].tolist()") == [0, 1, 2, 3, 4, 4]
+    assert tb.value("_enc['Hours band'].tolist()") == [0, 1, 1, 2, 3, 3]
+
+
+def test_encode_rejects_values_outside_the_codebook(tb):
+    tb.inject(
+        "_bad = adult.iloc[:3].copy(); _bad.loc[_bad.index[0], 'Race'] = 'Martian'"
+    )
+    assert "codebook" in value_error_message(tb, "synth_encode(_bad)")
+    tb.inject("_blank = adult.iloc[:3].copy(); _blank['Age'] = np.nan")
+    assert "blank" in value_error_message(tb, "synth_encode(_blank)")
+    assert "unknown column" in value_error_message(
+        tb, "synth_encode(adult.drop(columns=['Sex']))"
+    )
+
+
+def test_marginal_counts_a_hand_table(tb):
+    tb.inject("_codes = np.array([[0, 1], [0, 1], [1, 0], [2, 1]])")
+    assert tb.value("synth_marginal(_codes, (3, 2), [0]).tolist()") == [
+        2,
+        1,
+        1,
+    ]
+    assert tb.value("synth_marginal(_codes, (3, 2), [0, 1]).tolist()") == [
+        [0, 2],
+        [1, 0],
+        [0, 1],
+    ]
+    # order of the columns transposes the table
+    assert tb.value("synth_marginal(_codes, (3, 2), [1, 0]).tolist()") == [
+        [0, 1, 0],
+        [2, 0, 1],
+    ]
+
+
+def test_marginal_rejects_bad_input(tb):
+    tb.inject("_codes = np.array([[0, 1], [3, 0]])")
+    value_error_message(tb, "synth_marginal(_codes, (3, 2), [0])")
+    value_error_message(tb, "synth_marginal(_codes[:, :1], (3, 2), [0])")
+    value_error_message(tb, "synth_marginal(_codes, (4, 2), [0, 0])")
+
+
+# --- budget ---------------------------------------------------------------
+
+
+def test_ledger_refuses_to_overspend(tb):
+    tb.inject("_ledger = SynthLedger(1.0); _ledger.charge('a', 0.6)")
+    assert "exceeds" in value_error_message(tb, "_ledger.charge('b', 0.5)")
+    assert tb.value("_ledger.spent") == pytest.approx(0.6)
+    value_error_message(tb, "_ledger.charge('c', 0)")
+    value_error_message(tb, "SynthLedger(-1)")
+    value_error_message(tb, "SynthLedger(float('inf'))")
+
+
+@pytest.mark.parametrize(
+    "shares", [(1 / 3, 1 / 3, 1 / 3), (0.45, 0.1, 0.45), (0.2, 0.3, 0.5)]
+)
+def test_mst_budget_split_sums_to_the_total(tb, shares):
+    rho = 0.05
+    tb.inject(
+        f"_m = synth_fit_mst(train_codes, SYNTH_SIZES, {rho}, "
+        f"np.random.default_rng(3), {shares})"
+    )
+    entries = tb.value("[(w.split()[0], r) for w, r in _m['ledger'].entries]")
+    by_step = {}
+    for step, spent in entries:
+        by_step.setdefault(step, []).append(spent)
+    d = 8
+    assert {k: len(v) for k, v in by_step.items()} == {
+        "one-way": d,
+        "tree": d - 1,
+        "two-way": d - 1,
+    }
+    for step, share in zip(
+        ["one-way", "tree", "two-way"], shares, strict=True
+    ):
+        assert sum(by_step[step]) == pytest.approx(share * rho, rel=1e-12)
+    assert sum(r for _, r in entries) == pytest.approx(rho, rel=1e-12)
+    assert tb.value("_m['ledger'].spent") <= rho * (1 + 1e-9)
+
+
+def test_private_tree_charges_its_budget(tb):
+    # The selection spends exactly its rho, in d - 1 rounds of
+    # epsilon^2 / 8 each, and cannot run on a ledger that cannot pay.
+    tb.inject(
+        """
+        _ones = [synth_marginal(train_codes, SYNTH_SIZES, [c])
+                 for c in range(8)]
+        _sel = SynthLedger(0.02)
+        _edges = synth_private_tree(train_codes, SYNTH_SIZES, _ones, 0.02,
+                                    _sel, np.random.default_rng(4))
+        """
+    )
+    rounds = tb.value("[r for _, r in _sel.entries]")
+    assert len(rounds) == 7
+    epsilon = np.sqrt(8 * 0.02 / 7)
+    assert rounds == pytest.approx([epsilon**2 / 8] * 7, rel=1e-12)
+    assert tb.value("_sel.spent") == pytest.approx(0.02, rel=1e-12)
+    tb.inject("_poor = SynthLedger(0.01)")
+    value_error_message(
+        tb,
+        "synth_private_tree(train_codes, SYNTH_SIZES, _ones, 0.02, _poor, "
+        "np.random.default_rng(4))",
+    )
+    # and the result is a spanning tree: 7 edges joining all 8 columns
+    edges = tb.value("_edges")
+    assert len(edges) == 7
+    assert _connected(8, edges)
+
+
+def _connected(d, edges):
+    neighbours = {c: set() for c in range(d)}
+    for a, b in edges:
+        neighbours[a].add(b)
+        neighbours[b].add(a)
+    seen, todo = {0}, [0]
+    while todo:
+        for nxt in neighbours[todo.pop()] - seen:
+            seen.add(nxt)
+            todo.append(nxt)
+    return len(seen) == d
+
+
+def test_rho_for_epsilon_inverts_the_zcdp_conversion(tb):
+    for epsilon in (0.1, 1.0, 10.0):
+        rho = tb.value(f"synth_rho_for_epsilon({epsilon}, 1e-6)")
+        assert tb.value(f"float(zcdp_epsilon({rho}, 1e-6))") == pytest.approx(
+            epsilon, rel=1e-10
+        )
+    value_error_message(tb, "synth_rho_for_epsilon(0, 1e-6)")
+    value_error_message(tb, "synth_rho_for_epsilon(1, 1.5)")
+
+
+# --- the exponential mechanism on a hand example --------------------------
+
+
+def test_pair_scores_hand_computed(tb):
+    # Columns A = B always, C independent of both; 4 rows, exact one-ways
+    # [2, 2] each, so the independence estimate is 1 in every cell.
+    # (A, B): |2-1| + |0-1| + |0-1| + |2-1| = 4; (A, C), (B, C): 0.
+    tb.inject(
+        """
+        _hand = np.array([[0, 0, 0], [0, 0, 1], [1, 1, 0], [1, 1, 1]])
+        _hand_ones = [synth_marginal(_hand, (2, 2, 2), [c]) for c in range(3)]
+        """
+    )
+    scores = tb.value(
+        "synth_pair_scores(_hand, (2, 2, 2), _hand_ones, "
+        "[(0, 1), (0, 2), (1, 2)])"
+    )
+    assert scores == pytest.approx([4.0, 0.0, 0.0])
+
+
+def test_private_tree_picks_edges_with_exponential_probabilities(tb):
+    # rho = 0.25 over 2 rounds: epsilon = sqrt(8 * 0.125) = 1 per round,
+    # weights exp(score / 2). Round 1 over all three pairs: e^2, 1, 1.
+    # Round 2 over the pairs that join the last column: after (A, B),
+    # (A, C) and (B, C) tie (1/2 each); after (A, C), (A, B) against
+    # (B, C) is e^2 : 1; after (B, C), likewise (A, B) against (A, C).
+    e2 = np.exp(2.0)
+    first = {(0, 1): e2, (0, 2): 1.0, (1, 2): 1.0}
+    total = sum(first.values())
+    expected = {
+        ((0, 1), (0, 2)): first[(0, 1)] / total / 2,
+        ((0, 1), (1, 2)): first[(0, 1)] / total / 2,
+        ((0, 2), (0, 1)): first[(0, 2)] / total * e2 / (e2 + 1),
+        ((0, 2), (1, 2)): first[(0, 2)] / total / (e2 + 1),
+        ((1, 2), (0, 1)): first[(1, 2)] / total * e2 / (e2 + 1),
+        ((1, 2), (0, 2)): first[(1, 2)] / total / (e2 + 1),
+    }
+    draws = 4000
+    trees = tb.value(
+        f"""[tuple(map(tuple, synth_private_tree(
+            _hand, (2, 2, 2), _hand_ones, 0.25, SynthLedger(0.25), _r)))
+            for _r in [np.random.default_rng(5)] for _ in range({draws})]"""
+    )
+    observed = {key: 0 for key in expected}
+    for tree in trees:
+        observed[tuple(map(tuple, tree))] += 1
+    keys = list(expected)
+    # Chi-square goodness of fit at a fixed seed; a correct sampler fails
+    # at the 0.1% level with probability 0.001.
+    result = stats.chisquare(
+        [observed[k] for k in keys], [expected[k] * draws for k in keys]
+    )
+    assert result.pvalue > 1e-3
+    # the best edge is picked first most often, as e^2 / (e^2 + 2) says
+    best_first = sum(v for k, v in observed.items() if k[0] == (0, 1))
+    assert best_first / draws == pytest.approx(e2 / (e2 + 2), abs=0.03)
+
+
+# --- sampling -------------------------------------------------------------
+
+
+def test_sampling_is_reproducible(tb):
+    tb.inject(
+        "_fit = synth_fit_mst(train_codes, SYNTH_SIZES, 0.1, "
+        "np.random.default_rng(8))"
+    )
+    one = tb.value(
+        "synth_sample(_fit, SYNTH_SIZES, 500, np.random.default_rng(9))"
+    )
+    two = tb.value(
+        "synth_sample(_fit, SYNTH_SIZES, 500, np.random.default_rng(9))"
+    )
+    other = tb.value(
+        "synth_sample(_fit, SYNTH_SIZES, 500, np.random.default_rng(10))"
+    )
+    assert np.array_equal(one, two)
+    assert not np.array_equal(one, other)
+    refit = tb.value(
+        "synth_fit_mst(train_codes, SYNTH_SIZES, 0.1, "
+        "np.random.default_rng(8))['edges']"
+    )
+    assert refit == tb.value("_fit['edges']")
+
+
+def test_sample_rejects_bad_input(tb):
+    value_error_message(tb, "synth_sample(_fit, SYNTH_SIZES, 0, rng)")
+    value_error_message(tb, "synth_sample(_fit, SYNTH_SIZES, 2.5, rng)")
+    with pytest.raises(TypeError):
+        tb.value("synth_sample(_fit, SYNTH_SIZES, 5, 42)")
+    with pytest.raises(TypeError):
+        tb.value("synth_measure(np.zeros(3), 1.0, SynthLedger(1), 42, 'x')")
+    value_error_message(
+        tb,
+        "synth_fit_mst(train_codes, SYNTH_SIZES, 0.1, rng, (0.5, 0.5, 0.5))",
+    )
+    value_error_message(
+        tb,
+        "synth_fit_mst(train_codes, SYNTH_SIZES, 0.1, rng, (1.2, -0.1, -0.1))",
+    )
+    value_error_message(tb, "synth_fit_mst(train_codes, SYNTH_SIZES, 0, rng)")
+    value_error_message(
+        tb, "synth_fit_independent(train_codes, SYNTH_SIZES, -1, rng)"
+    )
+    value_error_message(tb, "synth_tvd([1, 2], [1, 2, 3])")
+    value_error_message(tb, "synth_tvd([0, 0], [1, 2])")
+
+
+def test_measured_marginals_converge_to_the_true_ones(tb):
+    # Each noisy count is the true count plus N(0, sigma^2); with ~300
+    # cells, a deviation beyond 6 sigma has probability below 1e-6.
+    d = 8
+    for rho in (0.01, 1.0, 100.0):
+        tb.inject(
+            f"_m = synth_fit_mst(train_codes, SYNTH_SIZES, {rho}, "
+            "np.random.default_rng(12))"
+        )
+        for c in range(d):
+            noisy = np.array(tb.value(f"_m['one_ways'][{c}]"))
+            true = np.array(
+                tb.value(f"synth_marginal(train_codes, SYNTH_SIZES, [{c}])")
+            )
+            sigma = np.sqrt(d / (2 * rho / 3))
+            assert np.max(np.abs(noisy - true)) < 6 * sigma
+        for a, b in tb.value("_m['edges']"):
+            noisy = np.array(tb.value(f"_m['two_ways'][({a}, {b})]"))
+            true = np.array(
+                tb.value(
+                    f"synth_marginal(train_codes, SYNTH_SIZES, [{a}, {b}])"
+                )
+            )
+            sigma = np.sqrt((d - 1) / (2 * rho / 3))
+            assert np.max(np.abs(noisy - true)) < 6 * sigma
+
+
+def _tree_marginal(true_two_way, edges, i, j):
+    """Two-way distribution of (i, j) implied by the tree of true pairs."""
+    neighbours = {}
+    for a, b in edges:
+        neighbours.setdefault(a, []).append(b)
+        neighbours.setdefault(b, []).append(a)
+    parent, todo = {i: None}, deque([i])
+    while todo:
+        node = todo.popleft()
+        for nxt in neighbours.get(node, []):
+            if nxt not in parent:
+                parent[nxt] = node
+                todo.append(nxt)
+    path = [j]
+    while path[-1] != i:
+        path.append(parent[path[-1]])
+    path.reverse()
+    first = true_two_way(path[0], path[1])
+    joint = np.diag(first.sum(axis=1) / first.sum())
+    for a, b in itertools.pairwise(path):
+        table = true_two_way(a, b)
+        rows = table.sum(axis=1, keepdims=True)
+        joint = joint @ (table / np.where(rows > 0, rows, 1))
+    return joint
+
+
+def test_synthetic_marginals_converge_with_epsilon(tb):
+    # At a huge rho the noise is negligible: the one-way and tree-edge
+    # marginals of the synthetic sample match the truth within the
+    # sample's own sampling error; the other pairs match the tree's
+    # approximation within sampling error, and some do not match the
+    # truth.
+    n_rows = 16_280
+    tb.inject(
+        f"""
+        _big = synth_fit_mst(train_codes, SYNTH_SIZES, 1e6,
+                             np.random.default_rng(13))
+        _rows = synth_sample(_big, SYNTH_SIZES, {n_rows},
+                             np.random.default_rng(14))
+        """
+    )
+    edges = [tuple(e) for e in tb.value("_big['edges']")]
+
+    def marginal(name, columns):
+        return np.array(
+            tb.value(f"synth_marginal({name}, SYNTH_SIZES, {columns})"),
+            dtype=float,
+        )
+
+    def tvd(p, q):
+        return 0.5 * np.abs(p / p.sum() - q / q.sum()).sum()
+
+    for columns in [[c] for c in range(8)] + [list(e) for e in edges]:
+        true = marginal("train_codes", columns)
+        synthetic = marginal("_rows", columns)
+        assert tvd(true, synthetic) < sampling_tolerance(true, n_rows)
+
+    off_tree_misses = 0
+    for a, b in itertools.combinations(range(8), 2):
+        if (a, b) in edges or (b, a) in edges:
+            continue
+        model = _tree_marginal(
+            lambda x, y: marginal("train_codes", [x, y]), edges, a, b
+        )
+        synthetic = marginal("_rows", [a, b])
+        tolerance = sampling_tolerance(model, n_rows)
+        assert tvd(model, synthetic) < tolerance
+        true = marginal("train_codes", [a, b])
+        off_tree_misses += tvd(true, synthetic) > tolerance
+    # the tree approximation is a real error: some pairs do not converge
+    # to the truth
+    assert off_tree_misses >= 1
+
+
+def test_error_falls_as_epsilon_grows(tb):
+    # Mean one-way and two-way TVD over 4 seeds: small epsilon worse.
+    def mean_errors(epsilon):
+        return tb.value(
+            f"""[[float(np.mean(list(synth_marginal_errors(train_codes,
+                synth_sample(_m, SYNTH_SIZES, n_train, _r), SYNTH_SIZES,
+                w).values())))
+                for w in (1, 2)]
+              for _r in [np.random.default_rng(15)]
+              for _m in [synth_fit_mst(train_codes, SYNTH_SIZES,
+                         synth_rho_for_epsilon({epsilon}, 1e-6), _r)
+                         for _ in range(4)]]"""
+        )
+
+    small = np.mean(mean_errors(0.1), axis=0)
+    large = np.mean(mean_errors(10.0), axis=0)
+    assert np.all(small > large)
+
+
+# --- utility and leakage helpers ------------------------------------------
+
+
+def test_tvd_and_cramers_v_hand_computed(tb):
+    assert tb.value("synth_tvd([1, 1], [3, 1])") == pytest.approx(0.25)
+    assert tb.value("synth_tvd([2, 0], [0, 5])") == pytest.approx(1.0)
+    # A determines B: V = 1; B independent of C: V = 0.
+    v = np.array(tb.value("synth_cramers_v(_hand, (2, 2, 2)).tolist()"))
+    assert v[0, 1] == pytest.approx(1.0)
+    assert v[0, 2] == pytest.approx(0.0)
+    assert v[1, 2] == pytest.approx(0.0)
+
+
+def test_membership_rates_hand_computed(tb):
+    tb.inject(
+        """
+        _targets = np.array([[0, 0], [1, 1], [2, 0], [2, 1]])
+        _synthetic = np.array([[0, 0], [2, 1], [0, 0]])
+        """
+    )
+    tpr, fpr = tb.value(
+        "synth_membership_rates(_synthetic, _targets, "
+        "[True, True, False, False], (3, 2))"
+    )
+    assert (tpr, fpr) == (0.5, 0.5)
+    value_error_message(
+        tb, "synth_membership_rates(_synthetic, _targets, [True] * 4, (3, 2))"
+    )
+
+
+def test_advantage_bound_is_the_two_sided_dp_bound(tb):
+    # Solving TPR = e^eps FPR + delta and 1 - FPR = e^eps (1 - TPR) + delta
+    # gives FPR = (1 - delta) / (e^eps + 1).
+    for epsilon in (0.5, 2.0):
+        fpr = (1 - 1e-6) / (np.exp(epsilon) + 1)
+        tpr = np.exp(epsilon) * fpr + 1e-6
+        assert tb.value(
+            f"float(synth_advantage_bound({epsilon}, 1e-6))"
+        ) == pytest.approx(tpr - fpr, rel=1e-12)
+
+
+# --- claims in the prose --------------------------------------------------
+
+
+def test_bootstrap_copies_about_one_minus_one_over_e(tb):
+    # Each unique person is missed by all n draws with probability
+    # (1 - 1/n)^n ~ 1/e; the counts over ~1,700 people are negatively
+    # correlated, so 4 binomial standard errors is generous.
+    share = glued("synth_boot_copied_share")
+    n_unique = glued("synth_n_unique")
+    p = 1 - (1 - 1 / glued("synth_n_train")) ** glued("synth_n_train")
+    assert share == pytest.approx(p, abs=4 * np.sqrt(p * (1 - p) / n_unique))
+    assert glued("synth_boot_adv") > 0.5
+
+
+def test_bootstrap_never_copies_a_non_member(tb):
+    # Targets are unique in the whole census, so a non-member's row is in
+    # no member's data: the bootstrap's false positive rate is 0.
+    fpr = tb.value(
+        "float(games.loc[games.synthesizer == 'bootstrap', 'FPR'].max())"
+    )
+    assert fpr == 0.0
+
+
+def test_the_tree_links_what_the_prose_says(tb):
+    edges = {frozenset(e) for e in tb.value("mst['edges']")}
+    names = tb.value("SYNTH_COLUMNS")
+    for a, b in [
+        ("Marital Status", "Relationship"),
+        ("Relationship", "Sex"),
+        ("Education", "Target"),
+    ]:
+        assert frozenset((names.index(a), names.index(b))) in edges
+
+
+def test_utility_claims(tb):
+    # independent marginals: income model = majority guess
+    assert glued("synth_indep_acc_10") == pytest.approx(
+        glued("synth_majority_accuracy")
+    )
+    # MST's two-way error falls from 0.1 to 1 and stays far above the
+    # bootstrap's at 10 (the tree approximation)
+    assert glued("synth_mst_tvd2_01") > glued("synth_mst_tvd2_1")
+    assert glued("synth_mst_tvd2_10") > 2 * glued("synth_boot_tvd2")
+    assert glued("synth_mst_acc_1") > glued("synth_majority_accuracy")
+    assert glued("synth_mst_female_husbands") < glued(
+        "synth_indep_female_husbands"
+    )
+    assert glued("synth_real_female_husbands") == 0
+
+
+def test_leak_claims(tb):
+    # the full table leaks more as epsilon grows; MST within its spread
+    assert (
+        glued("synth_full_adv_1")
+        < glued("synth_full_adv_10")
+        < glued("synth_full_adv_1000")
+    )
+    assert glued("synth_mst_adv_max") < 2 * glued("synth_mst_adv_spread")
+    # the guarantee holds in every measured row (means over trials),
+    # allowing 3 standard errors of the trials for sampling error
+    rows = tb.value(
+        "[(s, e, m['TPR'], m['FPR']) for (s, e), m in "
+        "leak.xs('mean', axis=1, level=1).iterrows() if s != 'bootstrap']"
+    )
+    for _, epsilon, tpr, fpr in rows:
+        if epsilon > 50:
+            continue  # e^epsilon FPR exceeds 1: nothing to check
+        assert tpr <= np.exp(epsilon) * fpr + 1e-6 + 0.05
+
+
+def test_exercise_claims(tb):
+    # a tenth for selection helps at small epsilon
+    assert glued("synth_sol_tenth_03") < glued("synth_sol_thirds_03")
+    # the worst pair's error is the tree's: noise-free error is close
+    assert glued("synth_sol_worst_on_tree") == "is not"
+    assert glued("synth_sol_worst_exact") == pytest.approx(
+        glued("synth_sol_worst_tvd"), rel=0.2
+    )
+    assert glued("synth_sol_tpr") < glued("synth_sol_allowed")
