@@ -94,7 +94,8 @@ execute: $(STAMP)
 # Regenerate data/adult_with_pii.csv from the UCI source.
 data: $(STAMP)
 	$(BIN)/python scripts/make_adult_with_pii.py $(UCI_SOURCE) data/adult_with_pii.csv
-	sha256sum data/adult_with_pii.csv
+	$(BIN)/python scripts/make_visits.py data/adult_with_pii.csv data/visits.csv
+	sha256sum data/adult_with_pii.csv data/visits.csv
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench.py
