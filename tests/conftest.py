@@ -90,7 +90,7 @@ def selected_params(request, name: str) -> list:
     return [
         item.callspec.params[name]
         for item in request.session.items
-        if item.module is request.module
+        if getattr(item, "module", None) is request.module
         and name in getattr(getattr(item, "callspec", None), "params", {})
     ]
 
