@@ -30,7 +30,8 @@ def colab_installs():
 def test_colab_cell_installs_what_colab_lacks():
     installed = colab_installs()
     for name, line in requirements().items():
-        if name not in IN_COLAB:
+        # Colab's own copy may be too new for an upper bound.
+        if name not in IN_COLAB or "<" in line:
             assert line in installed, f"the Colab cell lacks {line}"
 
 
