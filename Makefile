@@ -2,7 +2,7 @@
 #   make book     build the HTML book into _build/html (creates .venv first)
 #   make test     run every test the book promises (what CI runs)
 #   make check    the fast loop while writing: lint, chapter functions, nbval
-#                 on the notebooks you changed (under a minute)
+#                 on the notebooks you changed (about a minute)
 # See README.md and CONTRIBUTING.md for the rest.
 
 SHELL := /bin/bash
@@ -81,7 +81,7 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 
 check: lint
-	$(BIN)/python -m pytest -q -m chapters tests/chapters
+	$(BIN)/python -m pytest -q -m chapters -n 2 --dist loadfile tests/chapters
 	@if [ -n "$(CHANGED_NOTEBOOKS)" ]; then \
 		echo "nbval on changed notebooks: $(CHANGED_NOTEBOOKS)"; \
 		$(BIN)/python -m pytest -q -m notebooks $(CHANGED_NOTEBOOKS); \
