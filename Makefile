@@ -68,8 +68,15 @@ system-deps:
 		exit 1; \
 	fi
 
+# Two runs: the chapters' functions and nbval over every notebook, two files
+# at a time (each file has its own kernel or namespace); then the book as a
+# whole (builds, browser, reader installs), which shares one HTML build and
+# runs its chapter executions two at a time itself. Both always run; make
+# fails if either failed.
 test: $(STAMP) system-deps lint
-	$(BIN)/python -m pytest
+	@$(BIN)/python -m pytest -n 2 --dist loadfile -m "not book"; chapters=$$?; \
+	$(BIN)/python -m pytest -m book; book=$$?; \
+	exit $$(( chapters || book ))
 
 # Lint and format check over scripts/, tests/ and the notebooks' code.
 lint: $(STAMP)
