@@ -373,7 +373,16 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
         # Dark mode, switched with the theme button in the header.
         recorder.dark_theme = switch_to_dark(page)
         if recorder.dark_theme == "dark":
+            # Captured right after the switch, a page as long as the
+            # k-anonymity chapter (about 51,000 px) was sometimes only half
+            # repainted; reloaded, the theme (kept by the page) paints it
+            # dark from the start, as the light page was painted.
+            page.reload(wait_until="load")
             page.evaluate(WAIT_FOR_RENDERING)
+            recorder.dark_theme = (
+                page.evaluate("document.documentElement.dataset.theme") or ""
+            )
+        if recorder.dark_theme == "dark":
             recorder.contrast = page.evaluate(TEXT_CONTRAST)
             recorder.figures = page.evaluate(FIGURE_BACKDROPS)
             recorder.screenshots["dark"] = screenshot_path(page_name, "dark")
