@@ -68,15 +68,15 @@ system-deps:
 		exit 1; \
 	fi
 
-# Two runs: the chapters' functions and nbval over every notebook, two files
-# at a time (each file has its own kernel or namespace); then the book as a
-# whole (builds, browser, reader installs), which shares one HTML build and
-# runs its chapter executions two at a time itself. Both always run; make
-# fails if either failed.
+# Every layer in one pytest run, two files at a time (pytest-xdist): the
+# chapters' functions, nbval over every notebook, and the book as a whole
+# (builds, browser, standalone and reader runs). The long files are handed
+# out first (conftest.py), the HTML build is made once and shared by the
+# workers (tests/conftest.py), the PDF is built in a tree of its own beside
+# it. The run ends with where its time went, per layer.
 test: $(STAMP) system-deps lint
-	@$(BIN)/python -m pytest -n 2 --dist loadfile -m "not book"; chapters=$$?; \
-	$(BIN)/python -m pytest -m book; book=$$?; \
-	exit $$(( chapters || book ))
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder \
+		--durations=25
 
 # Lint and format check over scripts/, tests/ and the notebooks' code.
 lint: $(STAMP)

@@ -106,8 +106,46 @@ def run_parallel(function, arguments) -> dict:
 
 @pytest.fixture(scope="session")
 def html_build() -> subprocess.CompletedProcess:
-    """Build the whole book into _build/html once per test session."""
-    return build_book(ROOT)
+    """Build the whole book into _build/html once per test run.
+
+    Under pytest-xdist every worker has its own session, so the first
+    worker that needs the build makes it while holding a lock, and stores
+    its result beside it; a worker that asks later (or waits on the lock)
+    reads that result instead of building again. The run's id (xdist's
+    PYTEST_XDIST_TESTRUNUID, the same in every worker) keeps a stale
+    result of an earlier run from being reused.
+    """
+    import fcntl
+
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run_id is None:
+        return build_book(ROOT)
+    BUILD_DIR.mkdir(exist_ok=True)
+    record = BUILD_DIR / "html-build-result.json"
+    with open(BUILD_DIR / "html-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if record.exists():
+            stored = json.loads(record.read_text())
+            if stored["run_id"] == run_id:
+                return subprocess.CompletedProcess(
+                    stored["args"],
+                    stored["returncode"],
+                    stored["stdout"],
+                    stored["stderr"],
+                )
+        result = build_book(ROOT)
+        record.write_text(
+            json.dumps(
+                {
+                    "run_id": run_id,
+                    "args": result.args,
+                    "returncode": result.returncode,
+                    "stdout": result.stdout,
+                    "stderr": result.stderr,
+                }
+            )
+        )
+        return result
 
 
 # --- running a chapter's own functions ------------------------------------------------
