@@ -1,6 +1,7 @@
 """The 'Run it yourself' page tells a reader everything a chapter needs."""
 
 import re
+import shlex
 
 from conftest import DATA_DIR, ROOT, chapter_notebooks
 
@@ -22,8 +23,8 @@ def requirements():
 def colab_installs():
     """The requirement strings the page's `%pip install` lines name."""
     named = []
-    for line in re.findall(r"%pip install (.*)", PAGE):
-        named += [part.strip('"') for part in line.split()]
+    for line in re.findall(r"%pip install ([^`\n]*)", PAGE):
+        named += shlex.split(line)
     return named
 
 

@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+"""Write what a reader installs from its one source, requirements/chapters.yml.
+
+Usage: python scripts/make_requirements.py           (write the files)
+       python scripts/make_requirements.py --check   (exit 1 if any differs)
+
+It writes
+- requirements.txt: every chapter, and JupyterLab (one command for it all);
+- requirements/<chapter>.txt: one chapter, and JupyterLab;
+- the table of the page Run it yourself (between its two marker comments);
+- the "Run this chapter yourself" box of each chapter: the Markdown cell
+  tagged ``reader-requirements`` (Markdown only: no output changes).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import nbformat
+import yaml
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "requirements" / "chapters.yml"
+PAGE = ROOT / "run-it-yourself.md"
+TAG = "reader-requirements"
+START = "<!-- chapter requirements: start (scripts/make_requirements.py) -->"
+END = "<!-- chapter requirements: end -->"
+
+# How a package is named in prose.
+NAMES = {
+    "numpy": "NumPy",
+    "pandas": "pandas",
+    "scipy": "SciPy",
+    "matplotlib": "Matplotlib",
+    "opendp": "OpenDP",
+    "dp-accounting": "dp-accounting",
+    "pipeline-dp": "PipelineDP",
+    "pyspark": "PySpark",
+    "scikit-learn": "scikit-learn",
+    "diffprivlib": "diffprivlib",
+    "jupyterlab": "JupyterLab",
+}
+
+
+def load() -> dict:
+    return yaml.safe_load(SOURCE.read_text())
+
+
+def merged(lines: list[str]) -> list[str]:
+    """Requirement lines with one line per package: bounds intersected."""
+    by_name: dict[str, Requirement] = {}
+    for line in lines:
+        requirement = Requirement(line)
+        name = requirement.name.lower()
+        if name in by_name:
+            previous = by_name[name]
+            if str(previous.marker) != str(requirement.marker):
+                raise ValueError(f"{name}: two different markers")
+            previous.specifier = SpecifierSet(
+                str(previous.specifier & requirement.specifier)
+            )
+        else:
+            by_name[name] = requirement
+    return [format_requirement(by_name[name]) for name in by_name]
+
+
+def format_requirement(requirement: Requirement) -> str:
+    """name>=low,<high; marker, lower bound first."""
+    specifiers = sorted(
+        requirement.specifier, key=lambda s: not s.operator.startswith(">")
+    )
+    text = requirement.name + ",".join(str(s) for s in specifiers)
+    if requirement.marker is not None:
+        text += f"; {requirement.marker}"
+    return text
+
+
+def chapter_lines(config: dict, chapter: str) -> list[str]:
+    """Everything one chapter needs: the core and its own, merged."""
+    return merged(config["core"] + (config["chapters"][chapter] or []))
+
+
+def extra_lines(config: dict, chapter: str) -> list[str]:
+    """What a chapter needs beyond the core, merged with the core's bounds
+    where it tightens one (a core package with an upper bound is listed:
+    Colab's own copy may be too new)."""
+    own = config["chapters"][chapter] or []
+    names = {Requirement(line).name.lower() for line in own}
+    return [
+        line
+        for line in chapter_lines(config, chapter)
+        if Requirement(line).name.lower() in names
+    ]
+
+
+def python_range(config: dict) -> str:
+    versions = config["python"]
+    return f"Python {versions[0]} to {versions[-1]}"
+
+
+def requirements_file(lines: list[str], what: str) -> str:
+    header = textwrap.fill(
+        f"What a reader installs to run {what}, in a fresh virtual "
+        "environment (JupyterLab included). Generated from "
+        "requirements/chapters.yml by scripts/make_requirements.py: edit "
+        "that file, not this one. The exact toolchain that builds and tests "
+        "the book is requirements-dev.txt pinned by constraints.txt.",
+        width=77,
+    )
+    comment = "".join(f"# {line}\n" for line in header.splitlines())
+    return comment + "".join(line + "\n" for line in lines)
+
+
+def colab_line(lines: list[str]) -> str:
+    return "%pip install " + " ".join(f"'{line}'" for line in lines)
+
+
+def package_names(lines: list[str]) -> list[str]:
+    names = []
+    for line in lines:
+        name = Requirement(line).name.lower()
+        names.append(NAMES.get(name, name))
+    return list(dict.fromkeys(names))
+
+
+def spoken_list(names: list[str]) -> str:
+    if len(names) <= 2:
+        return " and ".join(names)
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def chapter_box(config: dict, chapter: str) -> str:
+    """The Markdown of a chapter's "Run this chapter yourself" box."""
+    core = spoken_list(package_names(config["core"]))
+    extra = extra_lines(config, chapter)
+    own = [
+        n
+        for n in package_names(extra)
+        if n not in package_names(config["core"])
+    ]
+    lines = [
+        "```{admonition} Run this chapter yourself",
+        ":class: seealso",
+        "",
+    ]
+    if extra:
+        lines += [
+            f"This chapter runs on {python_range(config)} with {core}, "
+            f"and {spoken_list(own)}. In Colab, run this line in a cell "
+            "first:",
+            "",
+            f"`{colab_line(extra)}`",
+            "",
+        ]
+    else:
+        lines += [
+            f"This chapter runs on {python_range(config)} with {core} "
+            "alone: Colab has them all, so there is nothing to install "
+            "there.",
+            "",
+        ]
+    lines += [
+        f"On a laptop, `requirements/{chapter}.txt` holds what this chapter "
+        "needs and `requirements.txt` what every chapter needs; the page "
+        "{ref}`run-it-yourself` has the commands and the data file.",
+        "```",
+    ]
+    return "\n".join(lines)
+
+
+def page_table(config: dict, titles: dict[str, str]) -> str:
+    rows = [
+        "| chapter | beyond NumPy, pandas, SciPy, Matplotlib | "
+        "first cell in Colab | on a laptop |",
+        "| --- | --- | --- | --- |",
+    ]
+    for chapter in config["chapters"]:
+        extra = extra_lines(config, chapter)
+        own = [
+            n
+            for n in package_names(extra)
+            if n not in package_names(config["core"])
+        ]
+        rows.append(
+            f"| {titles.get(chapter, chapter)} | "
+            f"{', '.join(own) or 'nothing'} | "
+            + (f"`{colab_line(extra)}`" if extra else "nothing to install")
+            + f" | {{download}}`{chapter}.txt <requirements/{chapter}.txt>` |"
+        )
+    return "\n".join(rows)
+
+
+def chapter_titles() -> dict[str, str]:
+    titles = {}
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        notebook = nbformat.read(path, as_version=4)
+        for cell in notebook.cells:
+            match = re.search(r"^# (.+)$", cell.source, re.MULTILINE)
+            if cell.cell_type == "markdown" and match:
+                titles[path.stem] = match.group(1).strip()
+                break
+    return titles
+
+
+def expected_files(config: dict) -> dict[Path, str]:
+    """{path: text} of every requirements file."""
+    every = []
+    for chapter in config["chapters"]:
+        every += config["chapters"][chapter] or []
+    files = {
+        ROOT / "requirements.txt": requirements_file(
+            merged(config["core"] + every + config["laptop"]),
+            f"every chapter of the book ({python_range(config)})",
+        )
+    }
+    for chapter in config["chapters"]:
+        files[ROOT / "requirements" / f"{chapter}.txt"] = requirements_file(
+            merged(chapter_lines(config, chapter) + config["laptop"]),
+            f"the chapter {chapter} ({python_range(config)})",
+        )
+    return files
+
+
+def expected_page(config: dict) -> str:
+    text = PAGE.read_text()
+    if START not in text or END not in text:
+        raise ValueError(f"{PAGE.name} lacks the marker comments")
+    before, rest = text.split(START, 1)
+    _, after = rest.split(END, 1)
+    table = page_table(config, chapter_titles())
+    return f"{before}{START}\n{table}\n{END}{after}"
+
+
+def notebook_boxes(config: dict) -> dict[Path, tuple[object, bool]]:
+    """{notebook path: (notebook with its box set, whether it changed)}."""
+    result = {}
+    for chapter in config["chapters"]:
+        path = ROOT / "chapters" / f"{chapter}.ipynb"
+        notebook = nbformat.read(path, as_version=4)
+        box = chapter_box(config, chapter)
+        cells = [
+            c
+            for c in notebook.cells
+            if TAG in c.get("metadata", {}).get("tags", [])
+        ]
+        if len(cells) > 1:
+            raise ValueError(f"{path.name}: more than one {TAG} cell")
+        if cells:
+            changed = cells[0].source != box
+            cells[0].source = box
+        else:
+            # After the title cell (title and learning objectives).
+            cell = nbformat.v4.new_markdown_cell(box)
+            cell.metadata["tags"] = [TAG]
+            cell.id = f"{chapter}-{TAG}"
+            notebook.cells.insert(1, cell)
+            changed = True
+        result[path] = (notebook, changed)
+    return result
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    config = load()
+    known = {p.stem for p in (ROOT / "chapters").glob("*.ipynb")}
+    if set(config["chapters"]) != known:
+        print(
+            "requirements/chapters.yml and chapters/ disagree: "
+            f"{sorted(set(config['chapters']) ^ known)}"
+        )
+        return 1
+    stale = []
+    for path, text in expected_files(config).items():
+        if not path.exists() or path.read_text() != text:
+            stale.append(path)
+            if not check:
+                path.write_text(text)
+    page = expected_page(config)
+    if PAGE.read_text() != page:
+        stale.append(PAGE)
+        if not check:
+            PAGE.write_text(page)
+    for path, (notebook, changed) in notebook_boxes(config).items():
+        if changed:
+            stale.append(path)
+            if not check:
+                nbformat.write(notebook, path)
+    for path in stale:
+        print(
+            ("out of date: " if check else "wrote: ")
+            + str(path.relative_to(ROOT))
+        )
+    return 1 if check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
