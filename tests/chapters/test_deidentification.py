@@ -506,7 +506,8 @@ def test_glued_safe_harbor_and_risks_recomputed(adult):
     )
     sample_unique = sizes(sample, roll) == 1
     twins = sizes(harbor, roll)[sample.index][sample_unique] > 1
-    assert twins.mean() > 0.2
+    # With the age matched too, about one in five of them.
+    assert twins.mean() > 0.15
     # "With the threat model's quasi-identifiers the two measures nearly
     # agree": within one percentage point.
     assert (
