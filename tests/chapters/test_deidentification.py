@@ -1009,3 +1009,23 @@ def test_code_comments_do_not_mention_nbval():
             for line in cell.source.splitlines():
                 if "#" in line:
                     assert "nbval" not in line.lower()
+
+
+def test_reference_date_is_the_tables_and_matches_the_readme(adult):
+    # The reference date belongs to the synthetic dates of birth (see
+    # data/README.md), not to the survey; the glued date is the README's,
+    # and every age holds on it.
+    readme = (ROOT / "data" / "README.md").read_text()
+    assert "**Reference date**: 1994-07-01" in readme
+    assert glued("deid_reference_date") == "1 July 1994"
+    born = pd.to_datetime(adult["DOB"], format="%m/%d/%Y")
+    after = (born.dt.month > 7) | ((born.dt.month == 7) & (born.dt.day > 1))
+    assert ((1994 - born.dt.year - after) == adult["Age"]).all()
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    text = " ".join(
+        " ".join(cell.source.split())
+        for cell in notebook.cells
+        if cell.cell_type == "markdown"
+    )
+    assert "survey's reference date" not in text
+    assert "the synthetic dates of birth were drawn" in text
