@@ -272,6 +272,7 @@ def test_attack_beats_the_dp_ceiling_as_computed(tb):
         ),
         ("ptr_median([], 10, 1, 1.0, 0.1, np.random.default_rng(1))", "empty"),
         ("ptr_release_probability(3, 0.5, 0)", "delta"),
+        ("ptr_distance_median([1, 2], 10, 10)", "below upper"),
         ("ptr_release_probability(3, 0, 0.1)", "epsilon"),
         (
             "aggregate_blocks([0.1], (-1, 1), 0, np.random.default_rng(1))",
