@@ -8,7 +8,12 @@ import json
 
 import pytest
 
-from conftest import CHAPTERS_DIR, chapter_kernel, value_error_message
+from conftest import (
+    CHAPTERS_DIR,
+    chapter_kernel,
+    glued_value,
+    value_error_message,
+)
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +30,10 @@ def tb():
                 return False
 
 
-            def _reciprocity_violations(xy, boxes, k):
+            def _inclusive_violations(xy, boxes, k):
                 """Users whose region holds < k users, or holds a user
-                whose region differs, or does not hold the user."""
+                whose region differs (not inclusive), or does not hold
+                the user."""
                 xy = np.asarray(xy)
                 box = boxes[["x0", "y0", "x1", "y1"]].to_numpy()
                 bad = []
@@ -199,10 +205,10 @@ def test_naive_quadtree_is_not_reciprocal_on_a_hand_made_city(tb):
         """,
         pop=True,
     )
-    assert tb.value("_reciprocity_violations(four, hand_boxes, 2)") == [2, 3]
+    assert tb.value("_inclusive_violations(four, hand_boxes, 2)") == [2, 3]
     assert (
         tb.value(
-            "_reciprocity_violations(four, kd_regions(four, 2, size=4.0), 2)"
+            "_inclusive_violations(four, kd_regions(four, 2, size=4.0), 2)"
         )
         == []
     )
@@ -283,7 +289,7 @@ def test_kd_regions_are_reciprocal_on_random_cities(tb, k):
         cities = [draw_homes(n, test_rng) for n in ({k}, 60, 500)]
         cities.append(np.floor(test_rng.uniform(0, 10, (300, 2))))
         kd_bad = [
-            _reciprocity_violations(c, kd_regions(c, {k}), {k})
+            _inclusive_violations(c, kd_regions(c, {k}), {k})
             for c in cities
         ]
         """,
@@ -293,8 +299,85 @@ def test_kd_regions_are_reciprocal_on_random_cities(tb, k):
 
 
 def test_chapter_release_is_reciprocal(tb):
-    assert tb.value("_reciprocity_violations(homes, reciprocal, K)") == []
+    assert tb.value("_inclusive_violations(homes, reciprocal, K)") == []
     assert tb.value("int(reciprocal_sets.min())") >= tb.value("K")
+
+
+def test_hilbert_index_steps_between_neighbouring_cells(tb):
+    # On an 8 x 8 grid (order 3) the curve visits every cell once, and
+    # consecutive cells share a side.
+    tb.inject(
+        """
+        _centres = np.array([[i + 0.5, j + 0.5] for i in range(8)
+                             for j in range(8)])
+        _walk = np.argsort(hilbert_index(_centres, size=8.0, order=3))
+        _steps = np.abs(np.diff(_centres[_walk], axis=0)).sum(axis=1)
+        """,
+        pop=True,
+    )
+    assert tb.value(
+        "sorted(hilbert_index(_centres, size=8.0, order=3).tolist())"
+    ) == list(range(64))
+    assert tb.value("_steps.tolist()") == [1.0] * 63
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 17])
+def test_hilbert_cloak_is_reciprocal(tb, k):
+    # Kalnis et al.'s reciprocity: the anonymizing set of a user (their
+    # run along the curve) has at least k members, all of whom report the
+    # same region, so every anonymity set holds at least k users.
+    tb.inject(
+        f"""
+        _rng = np.random.default_rng(300 + {k})
+        _bad = []
+        for _n in ({k}, 61, 500):
+            _xy = draw_homes(_n, _rng)
+            _boxes = hilbert_cloak(_xy, {k}).to_numpy()
+            _order = np.argsort(hilbert_index(_xy), kind="stable")
+            _runs = np.minimum(np.arange(_n) // {k}, _n // {k} - 1)
+            for _run in np.unique(_runs):
+                _members = _order[_runs == _run]
+                if len(_members) < {k} or len(_members) > 2 * {k} - 1:
+                    _bad.append(("size", _n, _run))
+                if not (_boxes[_members] == _boxes[_members[0]]).all():
+                    _bad.append(("region", _n, _run))
+            if cloak_anonymity_sets(hilbert_cloak(_xy, {k})).min() < {k}:
+                _bad.append(("anonymity", _n))
+        """,
+        pop=True,
+    )
+    assert tb.value("_bad") == []
+
+
+def test_hilbert_cloak_is_not_inclusive_but_kd_is(tb):
+    # Reciprocity does not imply inclusiveness: in the chapter's city many
+    # users stand inside another run's rectangle (recounted here one user
+    # at a time), while the k-d partition has no such user.
+    tb.inject(
+        """
+        _tiles = hilbert.drop_duplicates().to_numpy()
+        _foreign = 0
+        for _i, (_x, _y) in enumerate(homes):
+            _own = hilbert.iloc[_i].to_numpy()
+            _hits = [t for t in _tiles
+                     if t[0] <= _x <= t[2] and t[1] <= _y <= t[3]
+                     and not (t == _own).all()]
+            _foreign += bool(_hits)
+        """,
+        pop=True,
+    )
+    foreign = tb.value("_foreign")
+    assert foreign == glued_value("location-privacy", "loc_hilbert_foreign")
+    assert foreign > 0
+    assert tb.value("len(_inclusive_violations(homes, hilbert, K))") > 0
+    assert tb.value("_inclusive_violations(homes, reciprocal, K)") == []
+    assert glued_value(
+        "location-privacy", "loc_hilbert_smallest_set"
+    ) >= tb.value("K")
+    message = value_error_message(tb, "hilbert_cloak(homes, 0)")
+    assert "whole number" in message
+    message = value_error_message(tb, "hilbert_cloak(homes[:3], 5)")
+    assert "only 3 users" in message
 
 
 def test_cloaking_rejects_bad_input(tb):
@@ -428,6 +511,11 @@ def test_epsilon_per_metre_numbers(tb):
     )
 
 
+def test_the_radius_check_does_not_reject(tb):
+    # The prose says the test does not reject the Gamma law at 5%.
+    assert glued_value("location-privacy", "loc_check_ks_p") > 0.05
+
+
 def test_the_radius_test_rejects_a_wrong_law(tb):
     # The same test rejects an exponential radius with the same scale,
     # the most common wrong sampler: the test above can fail.
@@ -513,6 +601,19 @@ def test_averaging_attack_matches_the_normal_approximation(tb):
     assert tb.value(
         "float(np.exp(trace_errors.loc[30, 'trace epsilon per m'] * 200))"
     ) == (pytest.approx(4.0**30, rel=1e-9))
+
+
+def test_month_budget_ratio_is_above_sqrt_30(tb):
+    # One report at eps / 30 misses by 30 * 2 / eps on average; the average
+    # of 30 is about normal with sigma = sqrt(3 / 30) * 30 / eps per
+    # coordinate, mean distance sigma * sqrt(pi / 2). Over 2 / eps that is
+    # 15 sqrt(pi / 20) = 5.945, not sqrt(30) = 5.477. The measured ratio
+    # (1,000 trials, standard error about 1.7%) is within 6% of 5.945.
+    expected = glued_value("location-privacy", "loc_sol_budget_expected")
+    assert expected == pytest.approx(15 * (3.141592653589793 / 20) ** 0.5)
+    measured = glued_value("location-privacy", "loc_sol_budget_ratio")
+    assert measured == pytest.approx(expected, rel=0.06)
+    assert measured > 30**0.5
 
 
 def test_glued_values_are_plain_python():
