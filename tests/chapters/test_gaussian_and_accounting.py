@@ -296,6 +296,15 @@ def test_prose_reads_delta_as_a_slack_with_failure_as_a_sufficient_condition():
     text = _markdown()
     assert "fail with probability about" not in text
     assert "probability with which the guarantee may fail" not in text
+    # Neither the opening nor the section heading calls delta a failure
+    # probability, and the loss is at most epsilon with probability 1.
+    flat = " ".join(text.split())
+    assert "tiny probability of failure" not in flat
+    assert "## Allowing a small failure probability" not in text
+    assert "is at most $\\varepsilon$ with probability 1" in flat
+    # sqrt(2) b is the Laplace root mean squared error, not E|error| (= b).
+    assert "expected error is $\\sqrt{2}" not in flat
+    assert "root mean squared error is $\\sqrt{2}" in flat
     summary = text[text.index("{admonition} Summary") :]
     assert "hockey-stick" in summary and "sufficient" in summary
     assert "gauss_loss_ratio" in summary
