@@ -804,15 +804,19 @@ def test_never_beats_claim_names_its_form():
     assert "this form of the bound never beats" in flat
     summary = flat[flat.index("{admonition} Summary") :]
     assert "in this form it beats" in summary and "Kairouz" in summary
+    # The Kairouz et al. form is below the DRV form at every k; what needs
+    # k >= 96 at eps = 1 is beating k eps, so the summary must name k eps.
+    assert "Viswanath beats $k\\varepsilon$ at every" in summary
 
 
 # ---------- which sizes are public ----------
 
 
 def test_size_rule_is_stated_once_and_linked_from_the_practice_chapter(tb):
-    # A size fixed independently of the table may be used; one computed from
-    # the private table may not. The chapter's n is a constant equal to the
-    # 32,561 rows UCI published, not len(adult).
+    # A size that does not come from the table may be used; one computed
+    # from the private table may not. The chapter's n is a constant equal to
+    # the 32,561 rows UCI published, not len(adult): post-processing, but not
+    # independent of the table, and the prose must not say it is.
     import csv
     import re
 
@@ -833,6 +837,11 @@ def test_size_rule_is_stated_once_and_linked_from_the_practice_chapter(tb):
         if c.cell_type == "markdown"
     )
     assert book.count("(comp-sec-public-size)=") == 1
+    section = book[book.index("(comp-sec-public-size)=") :]
+    section = " ".join(section[: section.index("## Sequential")].split())
+    assert "fixed independently of the private table" not in section
+    assert "not independent of the table" in section
+    assert "twice the $\\varepsilon$ at most" in section
     practice = nbformat.read(CHAPTERS_DIR / "dp-in-practice.ipynb", 4)
     practice_text = "\n".join(
         c.source for c in practice.cells if c.cell_type == "markdown"
