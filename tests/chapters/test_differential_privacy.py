@@ -535,3 +535,13 @@ def test_every_glued_value_is_a_plain_python_value():
                 names.append(record["name"])
     assert all(name.startswith("dp_") for name in names)
     assert len(names) == len(set(names)), "a glue name is used twice"
+
+
+def test_record_publishing_example_keeps_epsilon_positive():
+    # The book takes eps > 0 throughout; the example's delta = 1/n holds for
+    # every eps > 0, and the text must not set eps = 0.
+    text = markdown_text()
+    start = text.index("## A relaxation")
+    paragraph = " ".join(text[start : text.index("Summary", start)].split())
+    assert "with $\\varepsilon = 0$ and $\\delta = 1/n$" not in paragraph
+    assert "$\\delta = 1/n$ for every $\\varepsilon > 0$" in paragraph
