@@ -482,3 +482,19 @@ def test_summary_keeps_the_caveat_of_snapping():
     assert "snapping repairs floating-point Laplace noise" not in summary
     assert "correctly rounded logarithm" in summary
     assert "not a patch on NumPy" in summary
+
+
+def test_published_size_note_agrees_with_the_composition_rule():
+    # The composition chapter's n is UCI's published size: dividing by it is
+    # post-processing, but the releases cannot hide it, and a reader who
+    # knows it is protected against a replacement at 2 eps at most. The
+    # practice chapter must not say publication alone makes it free.
+    text = " ".join(_markdown().split())
+    assert "may divide by" not in text
+    start = text.index("(The {doc}`composition` chapter")
+    note = text[
+        start : text.index(")", text.index("nobody has published", start))
+    ]
+    assert "post-processing" in note
+    assert "cannot hide" in note
+    assert "twice the $\\varepsilon$ at most" in note
