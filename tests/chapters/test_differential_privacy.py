@@ -545,3 +545,17 @@ def test_record_publishing_example_keeps_epsilon_positive():
     paragraph = " ".join(text[start : text.index("Summary", start)].split())
     assert "with $\\varepsilon = 0$ and $\\delta = 1/n$" not in paragraph
     assert "$\\delta = 1/n$ for every $\\varepsilon > 0$" in paragraph
+
+
+def test_padding_makes_both_differencing_queries_large(tb):
+    # The two obesity counts are small (2 and 1), so "refusing small
+    # queries" would stop them; the text must say so and show the padding,
+    # which keeps the difference at Kofi's row with both answers large.
+    text = markdown_text()
+    assert "both queries above cover most of the" not in text
+    assert "pad both conditions" in text
+    everyone = tb.value("int((has_obesity | is_woman).sum())")
+    without = tb.value("int(((has_obesity | is_woman) & ~is_target).sum())")
+    assert everyone - without == 1
+    assert min(everyone, without) > tb.value("len(health)") / 2
+    assert tb.value("obese_everyone") <= 2
