@@ -14,7 +14,7 @@ import re
 import nbformat
 import pytest
 
-from conftest import chapter_notebooks
+from conftest import CHAPTERS_DIR, chapter_notebooks
 
 NOTEBOOKS = chapter_notebooks()
 MAX_LINE = 79
@@ -222,3 +222,24 @@ def test_headings_hold_no_math(path):
         if re.match(r"^#{1,6} ", line) and "$" in line
     ]
     assert not headings, f"math in headings: {headings}"
+
+
+def test_notation_page_does_not_call_n_delta_a_probability():
+    # n * delta only bounds the chance that the record-publishing mechanism
+    # leaks a record, 1 - (1 - delta)^n, and can exceed 1 itself.
+    notation = (CHAPTERS_DIR.parent / "notation.md").read_text()
+    row = next(
+        line
+        for line in notation.splitlines()
+        if line.startswith("| $\\delta$ |")
+    )
+    assert "the chance of a disaster it can allow" not in row
+    assert "1 - (1 - \\delta)^n" in row
+    assert "at most $n\\delta$" in row
+    assert "can exceed 1" in row
+    # The same mechanism is (eps, delta)-DP for every eps; the notation
+    # page keeps eps > 0, so the row must not say (0, delta).
+    assert "(0, \\delta)" not in row
+    n, delta = 32_561, 1e-5
+    assert 1 - (1 - delta) ** n < n * delta
+    assert n * 1e-4 > 1

@@ -7,7 +7,12 @@ import nbformat
 import numpy as np
 import pytest
 
-from conftest import CHAPTERS_DIR, DATA_DIR, chapter_kernel
+from conftest import (
+    CHAPTERS_DIR,
+    DATA_DIR,
+    chapter_kernel,
+    value_error_message,
+)
 
 NOTEBOOK = CHAPTERS_DIR / "differential-privacy.ipynb"
 
@@ -358,10 +363,48 @@ def test_guessing_theorem_is_about_neighbours_with_a_fifty_fifty_prior():
     assert "\\frac{e^{\\varepsilon}}{1 + e^{\\varepsilon}}" in theorem
 
 
-def test_no_promise_that_composition_treats_approximate_dp():
+def test_approximate_dp_pointer_names_the_gaussian_chapter_in_this_part():
+    # (eps, delta)-DP is treated in the Gaussian chapter, in the same part of
+    # the book as this chapter, and composition already uses it.
+    import yaml
+
     text = markdown_text()
     assert "chapters on composition" not in text
-    assert "later part of the book" in text
+    assert "later part of the book" not in text
+    start = text.index("## A relaxation")
+    paragraph = text[start : text.index("```{admonition} Summary", start)]
+    assert "{doc}`gaussian-and-accounting`" in paragraph
+    assert "same part" in paragraph and "{doc}`composition`" in paragraph
+    toc = yaml.safe_load((CHAPTERS_DIR.parent / "_toc.yml").read_text())
+    part = next(
+        p
+        for p in toc["parts"]
+        if {"file": "chapters/differential-privacy"} in p["chapters"]
+    )
+    assert {"file": "chapters/gaussian-and-accounting"} in part["chapters"]
+
+
+def test_sensitivity_zero_is_refused_by_contract_not_because_it_breaks(tb):
+    # A query no one can change is private when published exactly; the
+    # mechanism refuses sensitivity 0 because of the book's contract.
+    text = markdown_text()
+    assert (
+        "would break the guarantee, including a sensitivity of 0" not in text
+    )
+    assert re.search(r"sensitivity of 0, which would break\s+nothing", text)
+    assert "book's contract" in text
+    message = value_error_message(
+        tb, "laplace_mechanism(5.0, 0, 1.0, np.random.default_rng(0))"
+    )
+    assert "sensitivity" in message
+
+
+def test_the_epsilon_factor_is_about_sets_of_outputs():
+    text = markdown_text()
+    assert "whatever the release, it is at most" not in text
+    start = text.index("Takeaway: whatever set of outputs")
+    takeaway = " ".join(text[start : start + 200].split())
+    assert "at most $e^{0.5}$ times more likely" in takeaway
 
 
 def test_solutions_with_code_run_as_tagged_code_cells():
@@ -492,3 +535,27 @@ def test_every_glued_value_is_a_plain_python_value():
                 names.append(record["name"])
     assert all(name.startswith("dp_") for name in names)
     assert len(names) == len(set(names)), "a glue name is used twice"
+
+
+def test_record_publishing_example_keeps_epsilon_positive():
+    # The book takes eps > 0 throughout; the example's delta = 1/n holds for
+    # every eps > 0, and the text must not set eps = 0.
+    text = markdown_text()
+    start = text.index("## A relaxation")
+    paragraph = " ".join(text[start : text.index("Summary", start)].split())
+    assert "with $\\varepsilon = 0$ and $\\delta = 1/n$" not in paragraph
+    assert "$\\delta = 1/n$ for every $\\varepsilon > 0$" in paragraph
+
+
+def test_padding_makes_both_differencing_queries_large(tb):
+    # The two obesity counts are small (2 and 1), so "refusing small
+    # queries" would stop them; the text must say so and show the padding,
+    # which keeps the difference at Kofi's row with both answers large.
+    text = markdown_text()
+    assert "both queries above cover most of the" not in text
+    assert "pad both conditions" in text
+    everyone = tb.value("int((has_obesity | is_woman).sum())")
+    without = tb.value("int(((has_obesity | is_woman) & ~is_target).sum())")
+    assert everyone - without == 1
+    assert min(everyone, without) > tb.value("len(health)") / 2
+    assert tb.value("obese_everyone") <= 2

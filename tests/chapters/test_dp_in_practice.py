@@ -449,3 +449,52 @@ def test_clipping_bias_exceeds_the_noise_scale_on_the_mean(tb):
         "AGE_BOUNDS[1] / share / len(ages)]"
     )
     assert bias > noise
+
+
+def _markdown():
+    import nbformat
+
+    from conftest import CHAPTERS_DIR
+
+    notebook = nbformat.read(CHAPTERS_DIR / "dp-in-practice.ipynb", 4)
+    return "\n".join(
+        c.source for c in notebook.cells if c.cell_type == "markdown"
+    )
+
+
+def test_audited_mechanisms_are_called_correct_in_scale_only(tb):
+    # The audited count and the repairs draw NumPy Laplace noise, which the
+    # chapter breaks with the floating-point attack: "correct scale", not
+    # "correct".
+    names = tb.value("list(results.index)")
+    assert "correct count" not in names and "correct-scale count" in names
+    assert not any(name.endswith("(repaired)") for name in names)
+    text = _markdown()
+    assert "correct count" not in text.lower()
+    assert "Correct-scale count" in text
+    source = tb.value("count_with_correct_scale.__doc__")
+    assert source.startswith("Correct scale:")
+
+
+def test_summary_keeps_the_caveat_of_snapping():
+    text = _markdown()
+    summary = " ".join(text[text.index("{admonition} Summary") :].split())
+    assert "snapping repairs floating-point Laplace noise" not in summary
+    assert "correctly rounded logarithm" in summary
+    assert "not a patch on NumPy" in summary
+
+
+def test_published_size_note_agrees_with_the_composition_rule():
+    # The composition chapter's n is UCI's published size: dividing by it is
+    # post-processing, but the releases cannot hide it, and a reader who
+    # knows it is protected against a replacement at 2 eps at most. The
+    # practice chapter must not say publication alone makes it free.
+    text = " ".join(_markdown().split())
+    assert "may divide by" not in text
+    start = text.index("(The {doc}`composition` chapter")
+    note = text[
+        start : text.index(")", text.index("nobody has published", start))
+    ]
+    assert "post-processing" in note
+    assert "cannot hide" in note
+    assert "twice the $\\varepsilon$ at most" in note

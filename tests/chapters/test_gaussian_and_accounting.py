@@ -240,3 +240,97 @@ def test_gaussian_wins_exactly_from_the_stated_d(ch):
     sigma = ch["analytic_gaussian_sigma"]
     assert sigma(1.0, 1e-6, np.sqrt(d)) < np.sqrt(2) * d
     assert sigma(1.0, 1e-6, np.sqrt(d - 1)) >= np.sqrt(2) * (d - 1)
+
+
+def _markdown():
+    import nbformat
+
+    from conftest import CHAPTERS_DIR
+
+    notebook = nbformat.read(
+        CHAPTERS_DIR / "gaussian-and-accounting.ipynb", as_version=4
+    )
+    return "\n".join(
+        c.source for c in notebook.cells if c.cell_type == "markdown"
+    )
+
+
+def test_delta_is_the_hockey_stick_not_the_chance_the_loss_exceeds_eps(ch):
+    # (eps, delta)-DP does not bound P[L > eps] by delta. For the analytic
+    # Gaussian at (1, 1e-5), sigma = 3.7306 and P[L > 1] = 1.6e-4 = 16 delta,
+    # while E[(1 - e^(eps - L))_+] is delta itself. Both by quadrature here.
+    from scipy.integrate import quad
+
+    from conftest import glued_value
+
+    sigma = ch["analytic_gaussian_sigma"](1.0, 1e-5, 1.0)
+    assert sigma == pytest.approx(3.7306, abs=1e-4)
+    mu = 1 / (2 * sigma**2)
+    sd = np.sqrt(2 * mu)
+    p_exceed = norm.sf((1 - mu) / sd)
+
+    def excess(loss):
+        return (1 - np.exp(1 - loss)) * norm.pdf(loss, mu, sd)
+
+    hockey, _ = quad(excess, 1, mu + 40 * sd, epsabs=1e-14, limit=200)
+    assert hockey == pytest.approx(1e-5, rel=1e-6)
+    assert 15 * 1e-5 < p_exceed < 17 * 1e-5
+    stored = glued_value("gaussian-and-accounting", "gauss_loss_p_exceed")
+    assert stored == pytest.approx(p_exceed, rel=1e-9)
+    # The failure-probability reading holds only at a larger epsilon.
+    at_delta = glued_value(
+        "gaussian-and-accounting", "gauss_loss_eps_at_delta"
+    )
+    assert norm.sf(at_delta, mu, sd) == pytest.approx(1e-5, rel=1e-6)
+    assert at_delta > 1.1
+    # The simulated column agrees with the exact one (2e6 draws).
+    losses = ch["losses"]
+    assert len(losses) == 2_000_000
+    assert np.mean(losses) == pytest.approx(mu, abs=5 * sd / 1414)
+    assert np.mean(losses > 1) == pytest.approx(p_exceed, rel=0.2)
+    hockey_simulated = np.mean(np.clip(1 - np.exp(1 - losses), 0, None))
+    assert hockey_simulated == pytest.approx(1e-5, rel=0.3)
+
+
+def test_prose_reads_delta_as_a_slack_with_failure_as_a_sufficient_condition():
+    text = _markdown()
+    assert "fail with probability about" not in text
+    assert "probability with which the guarantee may fail" not in text
+    # Neither the opening nor the section heading calls delta a failure
+    # probability, and the loss is at most epsilon with probability 1.
+    flat = " ".join(text.split())
+    assert "tiny probability of failure" not in flat
+    assert "## Allowing a small failure probability" not in text
+    assert "is at most $\\varepsilon$ with probability 1" in flat
+    # sqrt(2) b is the Laplace root mean squared error, not E|error| (= b).
+    assert "expected error is $\\sqrt{2}" not in flat
+    assert "root mean squared error is $\\sqrt{2}" in flat
+    summary = text[text.index("{admonition} Summary") :]
+    assert "hockey-stick" in summary and "sufficient" in summary
+    assert "gauss_loss_ratio" in summary
+
+
+def test_rule_of_thumb_is_quantified_by_n_delta(ch):
+    # delta = 1e-6 is 31 times below 1/n, yet a mechanism publishing each
+    # record with probability delta publishes one with probability 3.2%;
+    # delta = 1e-5 is 3 times below 1/n and gives 28%.
+    import csv
+
+    from conftest import DATA_DIR, glued_value
+
+    with open(DATA_DIR / "adult_with_pii.csv", newline="") as f:
+        n = sum(1 for _ in csv.DictReader(f))
+    stem = "gaussian-and-accounting"
+    for name, delta in [("gauss_leak_6", 1e-6), ("gauss_leak_5", 1e-5)]:
+        assert glued_value(stem, name) == pytest.approx(
+            1 - (1 - delta) ** n, rel=1e-9
+        )
+    assert 0.03 < glued_value(stem, "gauss_leak_6") < 0.035
+    assert 0.27 < glued_value(stem, "gauss_leak_5") < 0.29
+    assert glued_value(stem, "gauss_leak_10") < 1e-5
+    assert glued_value(stem, "gauss_delta_margin") == pytest.approx(1e6 / n)
+    with pytest.raises(ValueError, match="delta"):
+        ch["record_leak_probability"](n, 0.0)
+    text = _markdown()
+    assert "far below $1/n$" not in text and "far\nbelow $1/n$" not in text
+    assert "n\\delta" in text

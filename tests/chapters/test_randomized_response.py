@@ -589,3 +589,67 @@ def test_clipped_estimator_bias_matches_the_exact_value(tb):
     assert tb.value(
         "float(clipped.mean() - small_sample.mean())"
     ) == pytest.approx(clipped_bias, abs=4 * se)
+
+
+def test_group_privacy_prices_additions_and_changes_separately():
+    # Under add/remove, adding or removing k records costs k eps; changing k
+    # records is k removals and k additions, 2k eps.
+    text = _markdown()
+    start = text.index("The corollary is the Bayesian face of a known fact")
+    paragraph = text[start : text.index("\n\n", start)]
+    assert "a change of $k$ records costs at most $k\\varepsilon$" not in text
+    assert "adding or removing $k$" in paragraph
+    assert "2k\\varepsilon" in " ".join(paragraph.split())
+
+
+def test_summary_says_randomized_response_attains_e_eps_not_e_2eps():
+    # The "attains" bullet must follow the e^eps bullet, not the add/remove
+    # e^(2 eps) one: randomized response's odds ratio is exactly e^eps.
+    summary = _markdown()
+    summary = summary[summary.index("{admonition} Summary") :]
+    bullets = summary.split("\n- ")
+    attains = [i for i, b in enumerate(bullets) if "attains" in b]
+    assert len(attains) == 1
+    bullet = bullets[attains[0]]
+    assert "e^{\\varepsilon}" in bullet and "2\\varepsilon" not in bullet
+    assert "e^{2\\varepsilon}" not in bullets[attains[0] - 1]
+
+
+def test_spelling_follows_the_ize_rule():
+    import re
+
+    words = re.findall(r"\b\w+is(?:e|es|ed|ing|ation)\b", _markdown())
+    allowed = {
+        "otherwise",
+        "precise",
+        "exercise",
+        "exercises",
+        "promise",
+        "noise",
+        "raise",
+        "rise",
+        "advise",
+        "concise",
+        "comprise",
+        "comprises",
+        "surprise",
+        "surprising",
+        "premise",
+        "wise",
+        "likewise",
+        "arise",
+        "arises",
+        "arising",
+        "raises",
+        "noises",
+        "revise",
+        "promises",
+        "promised",
+        "exercised",
+        "disguise",
+        "expertise",
+        "devise",
+        "compromise",
+        "compromised",
+    }
+    assert not [w for w in words if w.lower() not in allowed]
