@@ -166,6 +166,13 @@ def test_guessing_bound_values(tb):
     assert tb.value("float(guessing_bound(np.log(3)))") == pytest.approx(0.75)
 
 
+def test_guessing_bound_works_on_a_list_as_on_an_array(tb):
+    """A plain list is accepted as its docstring promises (it raised
+    TypeError: bad operand type for unary -)."""
+    on_list = tb.value("list(guessing_bound([0.0, float(np.log(3))]))")
+    assert on_list == pytest.approx([0.5, 0.75])
+
+
 # --- statistical tests of the mechanism (fixed seeds, stated tolerances) -----------------
 
 
