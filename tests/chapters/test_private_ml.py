@@ -824,3 +824,43 @@ def test_share_clipped_at_the_end_is_measured(ch):
     # The prose: all clipped at the start, a minority at the end.
     assert glued("pml_share_clipped") == 1
     assert 0 < glued("pml_share_clipped_end") < 0.5
+
+
+def test_clipping_only_shortens_the_first_average_gradient(ch):
+    # The prose: at w = 0 every error is 1/2, so clipping to C = 1 barely
+    # turns the average gradient; it shortens it. Recomputed here from
+    # the rows: gradient (1/2 - y)(x, 1), clipped to norm 1.
+    X, y = ch["members_X"], ch["members_y"]
+    rows = np.column_stack([X, np.ones(len(X))])
+    gradients = (0.5 - y)[:, None] * rows
+    norms = np.linalg.norm(gradients, axis=1)
+    assert norms.min() > 1  # every one is cut
+    clipped = gradients / norms[:, None]
+    a, b = gradients.mean(axis=0), clipped.mean(axis=0)
+    cosine = a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
+    angle = np.degrees(np.arccos(min(1.0, cosine)))
+    assert glued("pml_start_angle") == pytest.approx(angle, abs=1e-6)
+    assert glued("pml_start_angle") < 1
+    shrink = np.linalg.norm(b) / np.linalg.norm(a)
+    assert glued("pml_start_shrink") == pytest.approx(shrink, rel=1e-9)
+    assert glued("pml_start_shrink") < 0.9
+
+
+def test_batch_size_spread_is_wider_than_the_budget_spread(ch):
+    # The prose: the three batch sizes at eps = 1 spread the accuracy more
+    # than going from eps = 0.5 to eps = 8 does.
+    batch = glued("pml_sol_batch_acc_high") - glued("pml_sol_batch_acc_low")
+    budget = abs(glued("pml_dpsgd_acc_8") - glued("pml_dpsgd_acc_05"))
+    assert batch > budget
+    table = ch["batch_table"]["accuracy"]
+    assert glued("pml_sol_batch_acc_low") == table.min()
+    assert glued("pml_sol_batch_acc_high") == table.max()
+
+
+def test_canary_false_positive_rate_is_glued_as_measured(ch):
+    # The prose gives the noiseless run's measured FPR, not the target.
+    fpr = ch["canary_attack"].loc[np.inf, "FPR"]
+    assert glued("pml_canary_fpr_inf") == fpr
+    # 300 runs without the canary: the FPR is a count over 300.
+    runs = glued("pml_canary_runs")
+    assert fpr * runs == pytest.approx(round(fpr * runs))
