@@ -151,7 +151,7 @@ def chapter_box(config: dict, chapter: str) -> str:
     if extra:
         lines += [
             f"This chapter runs on {python_range(config)} with {core}, "
-            f"and {spoken_list(own)}. In Colab, run this line in a cell "
+            f"plus {spoken_list(own)}. In Colab, run this line in a cell "
             "first:",
             "",
             f"`{colab_line(extra)}`",
