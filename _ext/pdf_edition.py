@@ -60,6 +60,10 @@ EXERCISE_TABLE_WIDTHS = [20, 22, 9, 49]
 PREAMBLE = r"""
 % --- pdf_edition (_ext/pdf_edition.py) ---
 \usepackage{etoolbox}
+% The math font set in the preamble, not at \begin{document}: set there, it
+% changes how a Greek letter in a section title reads back from the .aux
+% file, and LaTeX then always says "Label(s) may have changed".
+\setmathfont{latinmodern-math.otf}
 % unicode-math maps \setminus to U+29F5, which Latin Modern Math lacks;
 % U+2216 (SET MINUS, what MathJax shows on the web) is in the font.
 \AddToHook{begindocument/end}{\let\setminus\smallsetminus}
