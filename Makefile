@@ -127,10 +127,10 @@ clean:
 
 # The PDFs: LaTeX builder with xelatex; needs the TeX Live packages of
 # system-deps. One Sphinx build writes book.tex (every solution, the
-# instructors' appendix) and book-student.tex (neither); both are compiled,
-# and published in the site if it is built.
+# instructors' appendix) and book-student.tex (neither); both are compiled
+# side by side, and published in the site if it is built.
 pdf: $(STAMP) system-deps
-	$(BIN)/jupyter-book build . --builder pdflatex -W -n --keep-going
+	MAKEFLAGS=-j2 $(BIN)/jupyter-book build . --builder pdflatex -W -n --keep-going
 	@echo "PDF: $(CURDIR)/_build/latex/book.pdf"
 	@echo "Student PDF: $(CURDIR)/_build/latex/book-student.pdf"
 	$(publish_pdfs)

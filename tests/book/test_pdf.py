@@ -4,6 +4,7 @@ definition, figure and reference; the student PDF carries no solution."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 
@@ -43,7 +44,11 @@ def pdf_build():
         "-n",
         "--keep-going",
     ]
-    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    # The two PDFs (book.tex, book-student.tex) compile side by side.
+    env = {**os.environ, "MAKEFLAGS": "-j2"}
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=ROOT, env=env
+    )
 
 
 def pages_of(pdf) -> list[str]:
