@@ -27,7 +27,7 @@ APT_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended \
 CHANGED_NOTEBOOKS = $(shell { git diff --name-only HEAD -- 'chapters/*.ipynb'; \
 	git ls-files --others --exclude-standard -- 'chapters/*.ipynb'; } 2>/dev/null | sort -u)
 
-.PHONY: book serve test check lint format execute data pdf student bench system-deps clean
+.PHONY: book serve test check lint format execute data pdf publish-pdfs student bench system-deps clean
 
 # The toolchain needs Python 3.11 or newer (pandas 3); say so before pip does.
 $(STAMP): requirements-dev.txt constraints.txt
@@ -39,11 +39,26 @@ $(STAMP): requirements-dev.txt constraints.txt
 	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c constraints.txt
 	touch $@
 
-# The reader's site, with the student edition published inside it at student/.
+# The PDFs under the names the site links (instructors.md, intro.md), if
+# `make pdf` has built them; the student PDF also inside the student edition.
+define publish_pdfs
+	@if [ -f _build/latex/book.pdf ] && [ -f _build/latex/book-student.pdf ] && [ -d _build/html ]; then \
+		cp _build/latex/book.pdf _build/html/hands-on-data-privacy.pdf; \
+		cp _build/latex/book-student.pdf _build/html/hands-on-data-privacy-student.pdf; \
+		if [ -d _build/html/student ]; then cp _build/latex/book-student.pdf _build/html/student/hands-on-data-privacy-student.pdf; fi; \
+		echo "The PDFs are published in _build/html."; \
+	elif [ -d _build/html ]; then \
+		echo "No PDFs yet: the site's links to them lead nowhere until 'make pdf' (TeX Live) builds them."; \
+	fi
+endef
+
+# The reader's site, with the student edition published inside it at student/
+# (and the PDFs, if `make pdf` has built them).
 book: $(STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	$(BIN)/python scripts/make_student_edition.py _build/student
 	rm -rf _build/html/student && cp -r _build/student/_build/html _build/html/student
+	$(publish_pdfs)
 	@echo
 	@echo "The book is built. Open $(CURDIR)/_build/html/index.html in a browser,"
 	@echo "or run 'make serve' and visit http://$(HOST):$(PORT)/"
@@ -110,10 +125,19 @@ bench: $(STAMP)
 clean:
 	rm -rf _build .pytest_cache
 
-# The PDF: LaTeX builder with xelatex; needs the TeX Live packages of system-deps.
+# The PDFs: LaTeX builder with xelatex; needs the TeX Live packages of
+# system-deps. One Sphinx build writes book.tex (every solution, the
+# instructors' appendix) and book-student.tex (neither); both are compiled
+# side by side, and published in the site if it is built.
 pdf: $(STAMP) system-deps
-	$(BIN)/jupyter-book build . --builder pdflatex -W -n --keep-going
+	MAKEFLAGS=-j2 $(BIN)/jupyter-book build . --builder pdflatex -W -n --keep-going
 	@echo "PDF: $(CURDIR)/_build/latex/book.pdf"
+	@echo "Student PDF: $(CURDIR)/_build/latex/book-student.pdf"
+	$(publish_pdfs)
+
+# Copies the PDFs `make pdf` built into the site `make book` built.
+publish-pdfs:
+	$(publish_pdfs)
 
 # The student edition alone: solutions removed from the HTML and the
 # downloadable notebooks (`make book` also publishes it at _build/html/student).

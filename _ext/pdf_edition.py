@@ -1,4 +1,4 @@
-"""Make the PDF read like the book on the web.
+"""Make the PDF read like the book on the web, and build its student edition.
 
 - Numbers: definitions and theorems are numbered chapter.n on the web.
   sphinx-jupyterbook-latex sets ``numfig_secnum_depth = 2`` for a book with
@@ -7,20 +7,87 @@
 - Back matter: the pages after the last part are appendices ("Appendix A"),
   not chapters 7, 8, ... of Part III.
 - One bibliography: the bibliography page's own chapter heading is dropped;
-  the bibliography environment prints its heading once.
-- A definition's or theorem's title bar never sits alone at the foot of a
-  page (``\\needspace`` before each box).
+  the bibliography environment prints its heading once, and its entries carry
+  no numbers (the text cites author and year; the list is sorted by author).
+- Boxes: a definition's or theorem's title bar never sits alone at the foot
+  of a page (``\\needspace`` before each box, no page break right after a
+  title bar); a proof is a "Proof." paragraph ending in a square, not a box
+  with an empty title bar.
+- Links to exercises from another page (the instructors' table) land on the
+  exercise: sphinx-exercise labels its boxes ``exercise:<label>`` only, so
+  each also gets the label a cross-page reference points to. In a table that
+  lists exercises, each carries its number and has a line of its own, and the
+  table is a longtable (it breaks across pages) with set column widths.
+- The student edition: ``book-student.tex`` is ``book.tex`` without the
+  solutions, without the instructors' appendix and with the student
+  edition's wording of the introduction (``% reader-only-start`` ...
+  ``% reader-only-end`` and ``% student-only:`` comments of the sources, as in
+  scripts/make_student_edition.py). The LaTeX Makefile compiles every .tex
+  file it finds, so one Sphinx build gives both PDFs.
 """
+
+from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
 BACK_MATTER = "Back matter"
+INSTRUCTORS_DOC = "instructors"
+STUDENT_TEX = "book-student.tex"
 BOX = re.compile(
     r"^(\\begin\{sphinxadmonition\}\{note\}\{(?:Definition|Theorem|Lemma|"
     r"Corollary|Proof|Proposition|Example|Algorithm|Exercise|Solution))",
     re.MULTILINE,
 )
+# A sphinx-proof proof: a note box without a title whose text starts "Proof."
+PROOF = re.compile(
+    r"\\begin\{sphinxadmonition\}\{note\}\n\\sphinxAtStartPar\nProof\. "
+)
+SOLUTION = re.compile(
+    r"\\phantomsection \\label\{[^}\n]*\}\n+(?:\\needspace\{[^}]*\}\n)?"
+    r"\\begin\{sphinxadmonition\}\{note\}\{Solution to "
+)
+ADMONITION = re.compile(r"\\(begin|end)\{sphinxadmonition\}")
+MARKER = "%BOOK-EDITION "
+# Widths (in per cent) of the columns of a table that lists exercises:
+# chapter, prerequisites, time, exercises.
+EXERCISE_TABLE_WIDTHS = [20, 22, 9, 49]
+
+PREAMBLE = r"""
+% --- pdf_edition (_ext/pdf_edition.py) ---
+\usepackage{etoolbox}
+% The math font set in the preamble, not at \begin{document}: set there, it
+% changes how a Greek letter in a section title reads back from the .aux
+% file, and LaTeX then always says "Label(s) may have changed".
+\setmathfont{latinmodern-math.otf}
+% unicode-math maps \setminus to U+29F5, which Latin Modern Math lacks;
+% U+2216 (SET MINUS, what MathJax shows on the web) is in the font.
+\AddToHook{begindocument/end}{\let\setminus\smallsetminus}
+% Sphinx splits framed boxes (code, admonitions) across pages up to about
+% 3pt beyond the text height; TeX need not report those.
+\vfuzz=4pt
+% No page break between a box's title bar and its first line.
+\patchcmd{\sphinxdotitlerowwithicon}{\par\endgroup}{\par\nobreak\endgroup}
+  {}{\PackageWarning{pdf_edition}{title row not patched}}
+% Proofs: a paragraph headed "Proof." and ended with a square.
+\newenvironment{bookproof}
+  {\par\smallskip\noindent\textit{Proof.}\enspace\ignorespaces}
+  {\unskip\nobreak\hfill\ensuremath{\square}\par\smallskip}
+% The bibliography: author-year citations, entries without numbers, each
+% with a hanging indent.
+\makeatletter
+\renewcommand\@biblabel[1]{}
+\patchcmd{\thebibliography}{\leftmargin\labelwidth}
+  {\labelwidth\z@\leftmargin1.5em\itemindent-1.5em}
+  {}{\PackageWarning{pdf_edition}{bibliography not patched}}
+\makeatother
+\pgfplotsset{compat=1.18}
+% --- end pdf_edition ---
+"""
 
 
 def chapter_numbers_like_the_web(app):
@@ -28,10 +95,198 @@ def chapter_numbers_like_the_web(app):
         app.config.numfig_secnum_depth = 1
 
 
+def latex_preamble(app, config):
+    """After sphinx-jupyterbook-latex's preamble, which loads unicode-math."""
+    elements = config.latex_elements
+    if PREAMBLE not in elements.get("preamble", ""):
+        elements["preamble"] = elements.get("preamble", "") + PREAMBLE
+    # cmap is for pdfTeX; under xelatex it only warns.
+    elements["cmappkg"] = ""
+
+
+def exercise_number(env, label: str) -> str:
+    entry = env.sphinx_exercise_registry[label]
+    numbers = env.toc_fignumbers.get(entry["docname"], {}).get("exercise", {})
+    return ".".join(str(n) for n in numbers.get(label, ()))
+
+
+class NumberExerciseLists(SphinxPostTransform):
+    """In a table cell that lists exercises of other pages, number each
+    exercise, put each on its own line, and make the table a longtable."""
+
+    default_priority = 30
+    formats = ("latex",)
+
+    def exercise_label(self, node) -> str | None:
+        uri = node.get("refuri", "")
+        if not uri.startswith("%") or "#" not in uri:
+            return None
+        label = uri.split("#", 1)[1]
+        registry = getattr(self.env, "sphinx_exercise_registry", {})
+        entry = registry.get(label)
+        if entry is None or entry.get("type") != "exercise":
+            return None
+        return label
+
+    def run(self, **kwargs):
+        for table in list(self.document.findall(nodes.table)):
+            listed = False
+            for paragraph in table.findall(nodes.paragraph):
+                children = list(paragraph.children)
+                labels = [
+                    self.exercise_label(child)
+                    for child in children
+                    if isinstance(child, nodes.reference)
+                ]
+                if len(labels) < 2 or not all(labels):
+                    continue
+                listed = True
+                for child in children:
+                    if isinstance(child, nodes.reference):
+                        label = self.exercise_label(child)
+                        number = exercise_number(self.env, label)
+                        child.insert(0, nodes.Text(f"{number} "))
+                    elif child.astext().strip() == ",":
+                        paragraph.replace(
+                            child, nodes.raw("", "\\newline ", format="latex")
+                        )
+            specs = list(table.findall(nodes.colspec))
+            if listed and len(specs) == len(EXERCISE_TABLE_WIDTHS):
+                table["classes"] += ["longtable"]
+                # Narrow columns read better ragged right than justified.
+                spec = "".join(
+                    r">{\raggedright\arraybackslash}\X{%d}{100}" % width
+                    for width in EXERCISE_TABLE_WIDTHS
+                )
+                table.parent.insert(
+                    table.parent.index(table),
+                    addnodes.tabular_col_spec(spec=spec),
+                )
+
+
+class EditionMarkers(SphinxPostTransform):
+    """The sources' edition comments become LaTeX comments the student
+    edition is cut along (MyST keeps them as comment nodes)."""
+
+    default_priority = 30
+    formats = ("latex",)
+
+    def run(self, **kwargs):
+        for comment in list(self.document.findall(nodes.comment)):
+            lines = [
+                line.strip()
+                for line in comment.astext().splitlines()
+                if line.strip().startswith(("reader-only-", "student-only:"))
+            ]
+            if lines:
+                text = "".join(f"\n{MARKER}{line}" for line in lines) + "\n"
+                comment.replace_self(nodes.raw("", text, format="latex"))
+
+
+def latex_text(markdown: str) -> str:
+    """A student-only line of Markdown as LaTeX (bold, code, no HTML)."""
+    text = re.sub(r"<[^>]+>", "", markdown)
+    text = re.sub(r"([&%$#_{}])", r"\\\1", text)
+    text = re.sub(r"\*\*(.+?)\*\*", r"\\textbf{\1}", text)
+    return re.sub(r"`(.+?)`", r"\\texttt{\1}", text)
+
+
+def matching_end(text: str, start: int) -> int:
+    """The index just past the \\end{sphinxadmonition} closing the box that
+    opens at ``start``."""
+    depth = 0
+    for match in ADMONITION.finditer(text, start):
+        depth += 1 if match.group(1) == "begin" else -1
+        if depth == 0:
+            return match.end()
+    raise ValueError(f"unclosed sphinxadmonition at {start}")
+
+
+def proofs_as_paragraphs(text: str) -> str:
+    while match := PROOF.search(text):
+        end = matching_end(text, match.start())
+        body = text[match.end() : end - len("\\end{sphinxadmonition}")]
+        text = (
+            text[: match.start()]
+            + "\\begin{bookproof}\n"
+            + body
+            + "\\end{bookproof}"
+            + text[end:]
+        )
+    return text
+
+
+def without_solutions(text: str) -> str:
+    kept, position = [], 0
+    for match in SOLUTION.finditer(text):
+        if match.start() < position:
+            continue
+        begin = text.index("\\begin{sphinxadmonition}", match.start())
+        kept.append(text[position : match.start()])
+        position = matching_end(text, begin)
+    kept.append(text[position:])
+    return "".join(kept)
+
+
+def student_edition(text: str, env) -> str:
+    """The LaTeX of the student edition, from the instructors' one."""
+    text = without_solutions(text)
+    # The instructors' appendix: from its chapter heading to the next one.
+    label = r"\label{\detokenize{" + INSTRUCTORS_DOC + "::doc}}"
+    if label in text:
+        at = text.index(label)
+        start = text.rindex("\\sphinxstepscope", 0, at)
+        end = text.index("\\sphinxstepscope", at)
+        text = text[:start] + text[end:]
+    # The introduction in the student edition's words.
+    lines, out, skipping = text.split("\n"), [], False
+    for line in lines:
+        if line.startswith(MARKER + "reader-only-start"):
+            skipping = True
+        elif line.startswith(MARKER + "reader-only-end"):
+            skipping = False
+        elif line.startswith(MARKER + "student-only:"):
+            student = line.split(":", 1)[1].strip()
+            # A line that links a file of the website has no place on paper.
+            if not skipping and student and "<a " not in student:
+                out += ["", "\\sphinxAtStartPar", latex_text(student), ""]
+        elif not skipping:
+            out.append(line)
+    text = "\n".join(out)
+    subtitle = "An interactive textbook for programmers\\par}"
+    return text.replace(
+        subtitle,
+        subtitle + "\n\\vspace{1.2em}\n"
+        "{\\Large\\itshape Student edition, without the solutions\\par}",
+        1,
+    )
+
+
+def exercise_labels(text: str, env) -> str:
+    """Give each exercise box the label cross-page references point to."""
+    registry = getattr(env, "sphinx_exercise_registry", {})
+
+    def both(match):
+        label = match.group(1)
+        entry = registry.get(label)
+        if entry is None:
+            return match.group(0)
+        return (
+            match.group(0)
+            + r"\label{\detokenize{"
+            + f"{entry['docname']}:{label}"
+            + "}}"
+        )
+
+    return re.sub(r"\\label\{exercise:([^}]+)\}", both, text)
+
+
 def polish_tex(app, exception):
     if exception is not None or app.builder.format != "latex":
         return
     for tex in Path(app.outdir).glob("*.tex"):
+        if tex.name == STUDENT_TEX:
+            continue
         text = tex.read_text(encoding="utf-8")
         text = text.replace(f"\\part{{{BACK_MATTER}}}", "\\appendix", 1)
         text = re.sub(
@@ -41,11 +296,27 @@ def polish_tex(app, exception):
             text,
         )
         text = BOX.sub(r"\\needspace{6\\baselineskip}\n\1", text)
+        text = proofs_as_paragraphs(text)
+        text = exercise_labels(text, app.env)
+        # jupyterBook.cls loads inputenc, which xelatex ignores with a
+        # warning; it is marked as loaded before the class asks for it.
+        text = (
+            "\\expandafter\\def\\csname ver@inputenc.sty\\endcsname{}\n"
+            "\\expandafter\\def\\csname opt@inputenc.sty\\endcsname{utf8}\n"
+            + text
+        )
         tex.write_text(text, encoding="utf-8")
+        if tex.name == "book.tex":
+            (tex.parent / STUDENT_TEX).write_text(
+                student_edition(text, app.env), encoding="utf-8"
+            )
 
 
 def setup(app):
     # After sphinx-jupyterbook-latex's own builder-inited handler.
     app.connect("builder-inited", chapter_numbers_like_the_web, priority=900)
+    app.connect("config-inited", latex_preamble, priority=900)
     app.connect("build-finished", polish_tex)
+    app.add_post_transform(NumberExerciseLists)
+    app.add_post_transform(EditionMarkers)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

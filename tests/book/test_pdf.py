@@ -1,8 +1,10 @@
-"""The PDF edition: builds with xelatex, and carries every chapter, definition, figure and reference."""
+"""The PDF editions: build with xelatex into a clean log, and carry every chapter,
+definition, figure and reference; the student PDF carries no solution."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 
@@ -22,6 +24,15 @@ from conftest import (
 PDF_BUILD_DIR = BUILD_DIR / "pdf"
 LATEX_DIR = PDF_BUILD_DIR / "_build" / "latex"
 PDF = LATEX_DIR / "book.pdf"
+STUDENT_PDF = LATEX_DIR / "book-student.pdf"
+# What the site links (instructors.md, intro.md) and `make publish-pdfs`
+# copies there: published name -> built file.
+PUBLISHED = {
+    "hands-on-data-privacy.pdf": PDF,
+    "hands-on-data-privacy-student.pdf": STUDENT_PDF,
+}
+# An overfull box up to this wide (or high) is invisible in print.
+OVERFULL_LIMIT_PT = 3.0
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +49,26 @@ def pdf_build():
         "--path-output",
         str(PDF_BUILD_DIR),
     ]
-    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+    # The two PDFs (book.tex, book-student.tex) compile side by side.
+    env = {**os.environ, "MAKEFLAGS": "-j2"}
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=ROOT, env=env
+    )
+
+
+def pages_of(pdf) -> list[str]:
+    """A PDF's text (pdftotext -layout), one string per page."""
+    text = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return text.split("\f")
+
+
+def folded(pages: list[str]) -> str:
+    return re.sub(r"\s+", " ", "\f".join(pages))
 
 
 @pytest.fixture(scope="module")
@@ -47,19 +77,25 @@ def pdf_pages(pdf_build):
     assert pdf_build.returncode == 0, (pdf_build.stdout + pdf_build.stderr)[
         -4000:
     ]
-    text = subprocess.run(
-        ["pdftotext", "-layout", str(PDF), "-"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    return text.split("\f")
+    return pages_of(PDF)
+
+
+@pytest.fixture(scope="module")
+def student_pages(pdf_build):
+    assert pdf_build.returncode == 0
+    assert STUDENT_PDF.exists(), "no student PDF was built"
+    return pages_of(STUDENT_PDF)
 
 
 @pytest.fixture(scope="module")
 def pdf_text(pdf_pages):
     """The whole PDF's text with white space folded."""
-    return re.sub(r"\s+", " ", "\f".join(pdf_pages))
+    return folded(pdf_pages)
+
+
+@pytest.fixture(scope="module")
+def student_text(student_pages):
+    return folded(student_pages)
 
 
 def page_title(name: str) -> str:
@@ -78,13 +114,27 @@ def page_title(name: str) -> str:
     return next(line[2:].strip() for line in lines if line.startswith("# "))
 
 
+def markdown_of(path) -> str:
+    """The Markdown cells of a chapter notebook, joined."""
+    cells = json.loads(path.read_text())["cells"]
+    return "\n".join(
+        "".join(cell["source"])
+        for cell in cells
+        if cell["cell_type"] == "markdown"
+    )
+
+
 def directive_count(name: str) -> int:
     """How many times a sphinx-proof directive opens across the chapters."""
     pattern = re.compile(r"^[`:]{3,}\{prf:" + name + r"\}", re.MULTILINE)
     return sum(
-        len(pattern.findall(path.read_text().replace("\\n", "\n")))
-        for path in chapter_notebooks()
+        len(pattern.findall(markdown_of(path))) for path in chapter_notebooks()
     )
+
+
+def test_directives_are_counted():
+    assert directive_count("definition") >= 20
+    assert directive_count("proof") >= 20
 
 
 def test_pdf_builds_without_latex_errors(pdf_build):
@@ -105,8 +155,156 @@ def test_pdf_has_every_chapter_title(pdf_text):
     assert not missing, f"titles missing from the PDF: {missing}"
 
 
-def test_pdf_has_no_unresolved_references(pdf_text):
+def test_pdf_has_no_unresolved_references(pdf_text, student_text):
     assert "??" not in pdf_text
+    assert "??" not in student_text
+
+
+def log_problems(log: str) -> list[str]:
+    """The lines of a LaTeX log a reader of the PDF would care about."""
+    problems = []
+    for line in log.splitlines():
+        overfull = re.match(r"Overfull \\[hv]box \(([\d.]+)pt too", line)
+        if overfull and float(overfull.group(1)) > OVERFULL_LIMIT_PT:
+            problems.append(line)
+        elif "Missing character" in line or re.search(r"Warning", line):
+            problems.append(line)
+    return problems
+
+
+def test_log_problems_are_found():
+    log = "\n".join(
+        [
+            "Overfull \\hbox (6.99pt too wide) in paragraph at lines 1--2",
+            "Overfull \\hbox (1.2pt too wide) in paragraph at lines 3--4",
+            "Missing character: There is no \u29f5 (U+29F5) in font x!",
+            "LaTeX Warning: Hyper reference `a:b' on page 3 undefined",
+            "Underfull \\vbox (badness 10000) detected at line 5",
+        ]
+    )
+    assert len(log_problems(log)) == 3
+
+
+@pytest.mark.parametrize("pdf", [PDF, STUDENT_PDF], ids=lambda p: p.stem)
+def test_pdf_log_is_clean(pdf_build, pdf):
+    """No warning, no missing glyph, no overfull box wider than a few points:
+    a new one shows."""
+    assert pdf_build.returncode == 0
+    log = pdf.with_suffix(".log").read_text(errors="replace")
+    problems = log_problems(log)
+    assert not problems, f"{len(problems)} problems: {problems[:5]}"
+
+
+def test_pdf_prints_the_set_minus(pdf_text):
+    """The proof of Theorem 8.1 splits S into S \\ B and B."""
+    assert re.search(r"∈ 𝑆 ∖ 𝐵\]", pdf_text), "no set minus in S \\ B"
+
+
+def exercise_titles() -> list[tuple[str, str]]:
+    """(number, title) of every exercise, chapters in the book's order."""
+    chapters = [name for name in toc_files() if name.startswith("chapters/")]
+    found = []
+    for chapter, name in enumerate(chapters, start=1):
+        titles = re.findall(
+            r"\{exercise\}\s*(.*?)\n:label:",
+            markdown_of(ROOT / f"{name}.ipynb"),
+        )
+        found += [
+            (f"{chapter}.{n}", title.strip())
+            for n, title in enumerate(titles, start=1)
+        ]
+    return found
+
+
+def exercise_column(pages: list[str]) -> str:
+    """The text of a table's "Exercises" column, page by page, folded."""
+    column = []
+    for page in pages:
+        lines = page.splitlines()
+        header = [line for line in lines if "Exercises (difficulty" in line]
+        if not header:
+            continue
+        offset = header[0].index("Exercises (difficulty")
+        column += [line[offset:] for line in lines if line[offset:].strip()]
+    text = " ".join(column)
+    for curly, plain in [("“", '"'), ("”", '"'), ("’", "'")]:
+        text = text.replace(curly, plain)
+    return re.sub(r"\s+", " ", text)
+
+
+def test_instructors_table_lists_every_exercise_whole(pdf_pages):
+    """Appendix C.1: every exercise with its number, no row cut off by the
+    foot of a page, and no blank page before the table."""
+
+    def heading(text):  # the heading itself, not its line in the contents
+        pattern = re.compile(r"^\s*" + re.escape(text) + r"\s*$", re.M)
+        return next(
+            n for n, page in enumerate(pdf_pages) if pattern.search(page)
+        )
+
+    start = heading("C.1 The chapters")
+    end = heading("C.2 Learning objectives at a glance")
+    column = exercise_column(pdf_pages[start : end + 1])
+    exercises = exercise_titles()
+    assert len(exercises) >= 4 * len(chapter_notebooks())
+    missing = [
+        f"{number} {title}"
+        for number, title in exercises
+        if f"{number} {title}" not in column
+    ]
+    assert not missing, f"not whole in the instructors' table: {missing[:3]}"
+    before = [
+        line for line in pdf_pages[start - 1].splitlines() if line.strip()
+    ]
+    assert len(before) > 3, "a blank page before the instructors' table"
+
+
+def test_pdf_says_where_the_student_edition_is(pdf_text):
+    assert "of this site" not in pdf_text
+    assert "hands-on-data-privacy-student.pdf" in pdf_text
+
+
+def test_student_pdf_has_exercises_but_no_solutions(pdf_text, student_text):
+    from test_editions import solution_lines
+
+    assert "Solution to Exercise" in pdf_text
+    assert "Solution to Exercise" not in student_text
+    numbers = [number for number, _ in exercise_titles()]
+    assert all(f"Exercise {n} " in student_text for n in numbers)
+    plain = [
+        line.replace("`", "")
+        for line in solution_lines()
+        if re.fullmatch(r"[A-Za-z0-9 ,;:.()'%`-]{40,}", line)
+    ]
+    in_full = [line for line in plain if line in pdf_text]
+    assert len(in_full) >= 10, "too few solution lines to check"
+    leaked = [line for line in in_full if line in student_text]
+    assert not leaked, f"solution text in the student PDF: {leaked[:3]}"
+
+
+def test_student_pdf_is_for_students(student_pages, student_text):
+    assert "Student edition, without the solutions" in student_pages[0]
+    assert "For instructors" not in student_text
+    assert "the exercises are here, their solutions are not" in student_text
+    assert "opens on demand" not in student_text
+
+
+def test_site_links_the_published_pdfs(pdf_build):
+    """`make publish-pdfs` puts the PDFs where the site's links point."""
+    assert pdf_build.returncode == 0
+    sources = (ROOT / "instructors.md").read_text() + (
+        ROOT / "intro.md"
+    ).read_text()
+    linked = set(re.findall(r'href="([^"]+\.pdf)"', sources))
+    assert linked == set(PUBLISHED), linked
+    if not (HTML_DIR / "instructors.html").exists():
+        pytest.skip("HTML not built in this session")
+    subprocess.run(["make", "-s", "publish-pdfs"], cwd=ROOT, check=True)
+    for name, built in PUBLISHED.items():
+        published = HTML_DIR / name
+        assert published.read_bytes() == built.read_bytes(), name
+    page = (HTML_DIR / "instructors.html").read_text()
+    assert 'href="hands-on-data-privacy.pdf"' in page
 
 
 def test_pdf_has_bibliography_with_cited_works(pdf_text):
@@ -198,14 +396,57 @@ def test_pdf_numbers_like_the_web(pdf_text, html_build):
     assert not deeper, f"section-based numbers in the PDF: {deeper[:5]}"
 
 
-def test_pdf_no_box_title_alone_at_a_page_foot(pdf_pages):
-    title = re.compile(
-        r"^\s*(Definition|Theorem|Proof|Lemma|Corollary|Exercise|Solution)"
-        r"\s+\d+\.\d+\b"
-    )
+BOX_TITLE = re.compile(
+    r"^\s*(Definition|Theorem|Lemma|Corollary|Exercise|Solution to Exercise)"
+    r"\s+\d+\.\d+(\s+\(.*\))?\s*$"
+)
+RUNNING_FOOT = re.compile(r"^\s*(\d+\s{3,}\S.*|\S.*\s{3,}\d+)\s*$")
+
+
+def box_titles_at_page_foot(pages: list[str]) -> list[tuple[int, str]]:
+    """Pages whose last line of text, above the running foot, is a box title."""
     alone = []
-    for number, page in enumerate(pdf_pages, start=1):
+    for number, page in enumerate(pages, start=1):
         lines = [line for line in page.splitlines() if line.strip()]
-        if lines and title.match(lines[-1]):
+        if lines and RUNNING_FOOT.match(lines[-1]):
+            lines = lines[:-1]
+        if lines and BOX_TITLE.match(lines[-1]):
             alone.append((number, lines[-1].strip()[:60]))
+    return alone
+
+
+def test_box_title_at_page_foot_is_found():
+    page = (
+        "text\nTheorem 8.2 (Exact privacy of the Gaussian mechanism)\n"
+        "212                     Chapter 8. Approximate DP\n"
+    )
+    prose = "Definition 5.2 applied to each score.\n3.1 Section      45\n"
+    assert box_titles_at_page_foot([page, prose]) == [
+        (1, "Theorem 8.2 (Exact privacy of the Gaussian mechanism)")
+    ]
+
+
+def test_pdf_no_box_title_alone_at_a_page_foot(pdf_pages):
+    alone = box_titles_at_page_foot(pdf_pages)
     assert not alone, f"a box title ends the page: {alone}"
+
+
+def test_pdf_proofs_have_no_empty_title_bar(pdf_build, pdf_text):
+    """A proof is a paragraph opening with "Proof.", not a box whose title
+    bar is empty (a box without a title argument in the LaTeX)."""
+    assert pdf_build.returncode == 0
+    tex = (LATEX_DIR / "book.tex").read_text()
+    untitled = re.findall(r"\\begin\{sphinxadmonition\}\{\w+\}\n", tex)
+    assert not untitled, f"{len(untitled)} boxes without a title"
+    proofs = directive_count("proof")
+    assert proofs and pdf_text.count("Proof. ") >= proofs
+
+
+def test_pdf_bibliography_is_author_year(pdf_pages):
+    """The text cites (Author, year); the bibliography has no [1] labels."""
+    start = max(
+        n for n, page in enumerate(pdf_pages) if "BIBLIOGRAPHY" in page
+    )
+    entries = "\n".join(pdf_pages[start:])
+    assert "Becker" in entries
+    assert not re.search(r"^\s*\[\d+\]", entries, re.MULTILINE)
