@@ -41,11 +41,13 @@ $(STAMP): requirements-dev.txt constraints.txt
 
 # The PDFs under the names the site links (instructors.md, intro.md), if
 # `make pdf` has built them; the student PDF also inside the student edition.
+# Where `make pdf` writes the PDFs (the tests build theirs elsewhere).
+LATEX_OUT ?= _build/latex
 define publish_pdfs
-	@if [ -f _build/latex/book.pdf ] && [ -f _build/latex/book-student.pdf ] && [ -d _build/html ]; then \
-		cp _build/latex/book.pdf _build/html/hands-on-data-privacy.pdf; \
-		cp _build/latex/book-student.pdf _build/html/hands-on-data-privacy-student.pdf; \
-		if [ -d _build/html/student ]; then cp _build/latex/book-student.pdf _build/html/student/hands-on-data-privacy-student.pdf; fi; \
+	@if [ -f $(LATEX_OUT)/book.pdf ] && [ -f $(LATEX_OUT)/book-student.pdf ] && [ -d _build/html ]; then \
+		cp $(LATEX_OUT)/book.pdf _build/html/hands-on-data-privacy.pdf; \
+		cp $(LATEX_OUT)/book-student.pdf _build/html/hands-on-data-privacy-student.pdf; \
+		if [ -d _build/html/student ]; then cp $(LATEX_OUT)/book-student.pdf _build/html/student/hands-on-data-privacy-student.pdf; fi; \
 		echo "The PDFs are published in _build/html."; \
 	elif [ -d _build/html ]; then \
 		echo "No PDFs yet: the site's links to them lead nowhere until 'make pdf' (TeX Live) builds them."; \
