@@ -174,6 +174,15 @@ def test_ignored_outputs_say_why(path):
             )
 
 
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_code_comments_do_not_talk_about_the_test_tools(path):
+    """A reader sees every code comment; nbval is the maintainers' tool."""
+    for cell in code_cells(path):
+        for line in cell.source.splitlines():
+            comment = line.partition("#")[2]
+            assert "nbval" not in comment, f"{path.stem}: {line.strip()}"
+
+
 def only_glues(source: str) -> bool:
     """True if every statement of the cell is a call to glue(...)."""
     body = ast.parse(source).body
