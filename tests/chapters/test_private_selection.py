@@ -488,6 +488,13 @@ def test_pooled_chisquare_pools_small_cells(tb):
     got = tb.value("tuple(pooled_chisquare([2, 1, 4, 93], [1, 2, 3, 94]))")
     want = stats.chisquare([7, 93], [6, 94])
     assert got == pytest.approx([want.statistic, want.pvalue], rel=1e-12)
+    # Every cell below 5 is pooled, even when the first two already
+    # reach 5: 1 + 4.5 + 4.5 against 100.
+    got = tb.value(
+        "tuple(pooled_chisquare([3, 5, 4, 98], [1, 4.5, 4.5, 100]))"
+    )
+    want = stats.chisquare([12, 98], [10, 100])
+    assert got == pytest.approx([want.statistic, want.pvalue], rel=1e-12)
     # Nothing to pool: the plain test.
     got = tb.value("tuple(pooled_chisquare([48, 52], [50, 50]))")
     assert got == pytest.approx(list(stats.chisquare([48, 52])), rel=1e-12)
