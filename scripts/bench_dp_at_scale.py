@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Time the chapter "DP at scale"'s aggregation three ways (1x and 10x).
 
-Usage: python scripts/bench_dp_at_scale.py [--scales 1 10] [--runs 3]
+Usage: python scripts/bench_dp_at_scale.py [--scales 1 10] [--runs 5]
 [--output CSV] (also run by scripts/bench.py, that is `make bench`).
 
 One source: the functions timed are the chapter's own. Their definitions
@@ -178,7 +178,7 @@ def engines(chapter, spark):
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 10])
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
     parser.add_argument(
         "--output", default=ROOT / "data" / "dp-at-scale-timings.csv"
     )
