@@ -232,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     named = engines(chapter, spark)
     for run in range(1, args.runs + 1):
         # rotate the order of the engines from run to run
-        order = list(named)[run - 1 :] + list(named)[: run - 1]
+        shift = (run - 1) % len(named)
+        order = list(named)[shift:] + list(named)[:shift]
         for scale, (frame, rows) in data.items():
             for engine in order:
                 load = os.getloadavg()[0]
