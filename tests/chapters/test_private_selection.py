@@ -427,6 +427,103 @@ def test_never_stopping_variant_exceeds_claimed_epsilon(tb):
     assert abs(sim - exact) < 4 * se
 
 
+def test_never_stopping_loss_is_at_most_k_eps_over_4(tb):
+    # Given the threshold noise (the same law on both neighbours), each
+    # noisy answer has scale 4 / eps, so a shift by 1 changes the chance of
+    # its above/below by at most e^(eps / 4): k questions cost at most
+    # k eps / 4, for every output and all answers. Random outputs and
+    # answers (seeded), each answer moved by 1 up or down.
+    rng = np.random.default_rng(25)
+    for _ in range(40):
+        k = int(rng.integers(1, 7))
+        eps = float(rng.choice([0.5, 1.0, 2.0]))
+        answers = rng.uniform(-6, 6, k).round(2).tolist()
+        shift = rng.choice([-1.0, 1.0], k)
+        other = (np.array(answers) + shift).tolist()
+        pattern = rng.integers(0, 2, k).astype(bool).tolist()
+        loss = tb.value(
+            f"pattern_loss({answers}, {other}, {pattern}, {eps}, False)"
+        )
+        assert loss <= k * eps / 4 + 1e-6
+    # The bound is approached at four questions with far-off answers
+    # (two above at -40 -> -39, two below at 40 -> 39) but not exceeded.
+    far = tb.value(
+        "pattern_loss([-40, -40, 40, 40], [-39, -39, 39, 39], "
+        "[True, True, False, False], 1.0, False)"
+    )
+    assert 0.99 < far <= 1 + 1e-6
+
+
+def test_first_output_over_the_claim_at_five_questions(tb):
+    # For the chapter's family (above m times, then below m times) the loss
+    # first exceeds 1 at 6 questions; over every output of k questions on
+    # 0/1 answers it exceeds 1 already at 5: (T, T, F, F, F) with answers
+    # (0, 0, 1, 1, 1) against (1, 1, 0, 0, 0) loses about 1.0013.
+    assert (
+        tb.value("no_stop_loss(2, 1.0)")
+        <= 1.0
+        < tb.value("no_stop_loss(3, 1.0)")
+    )
+    assert tb.value("2 * first_broken") == 6
+    assert tb.value("worst_no_stop_loss(4, 1.0)[0]") <= 1.0
+    loss, above = tb.value("worst_no_stop_loss(5, 1.0)")
+    assert loss == pytest.approx(1.0013, abs=2e-4) and above == 2
+    direct = tb.value(
+        "pattern_loss([0, 0, 1, 1, 1], [1, 1, 0, 0, 0], "
+        "[True, True, False, False, False], 1.0, False)"
+    )
+    assert direct == pytest.approx(loss, rel=1e-12)
+    # the order of the outputs does not change the loss
+    shuffled = tb.value(
+        "pattern_loss([1, 0, 1, 0, 1], [0, 1, 0, 1, 0], "
+        "[False, True, False, True, False], 1.0, False)"
+    )
+    assert shuffled == pytest.approx(loss, rel=1e-9)
+    assert tb.value("first_any") == 5
+
+
+def test_pooled_chisquare_pools_small_cells(tb):
+    # Expected counts 1, 2, 3 and 94: the three small cells are pooled
+    # (6 >= 5) and the test is the chi-square of [o1 + o2 + o3, o4].
+    got = tb.value("tuple(pooled_chisquare([2, 1, 4, 93], [1, 2, 3, 94]))")
+    want = stats.chisquare([7, 93], [6, 94])
+    assert got == pytest.approx([want.statistic, want.pvalue], rel=1e-12)
+    # Every cell below 5 is pooled, even when the first two already
+    # reach 5: 1 + 4.5 + 4.5 against 100.
+    got = tb.value(
+        "tuple(pooled_chisquare([3, 5, 4, 98], [1, 4.5, 4.5, 100]))"
+    )
+    want = stats.chisquare([12, 98], [10, 100])
+    assert got == pytest.approx([want.statistic, want.pvalue], rel=1e-12)
+    # Nothing to pool: the plain test.
+    got = tb.value("tuple(pooled_chisquare([48, 52], [50, 50]))")
+    assert got == pytest.approx(list(stats.chisquare([48, 52])), rel=1e-12)
+    assert value_error_message(tb, "pooled_chisquare([1, 2], [1, 2])")
+    # The chapter's test had occupations expecting fewer than 5 draws.
+    assert tb.value("float((exact * N_DRAWS).min())") < 5
+
+
+def test_quantile_utility_moves_candidates_apart(tb):
+    # Adding a person above every candidate lowers the utility of the
+    # candidates below the median (by q = 0.5) and raises it for those
+    # above: not monotone, as the prose says.
+    before = np.array(
+        tb.value(
+            "(-quantile_rank_error(np.arange(1, 11), 0.5, "
+            "np.arange(0, 13))).tolist()"
+        )
+    )
+    after = np.array(
+        tb.value(
+            "(-quantile_rank_error(np.append(np.arange(1, 11), 100), "
+            "0.5, np.arange(0, 13))).tolist()"
+        )
+    )
+    change = after - before
+    assert np.allclose(change[:6], -0.5)  # candidates 0..5: below
+    assert np.allclose(change[7:], 0.5)  # candidates 7..12: above
+
+
 def test_no_query_noise_variant_has_zero_probability_output(tb):
     # Output (below, above) has positive probability on D and exactly zero
     # on D', so the loss is infinite: not eps-DP for any eps.
