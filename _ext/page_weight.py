@@ -53,6 +53,8 @@ ICON_RULE = re.compile(
 )
 ICON_CLASS = re.compile(r"\bfa-[a-z0-9-]+")
 CSS_GLYPH = re.compile(r'"\\([0-9a-f]{4,5})"')
+# The theme's own icons (admonitions, links) are written as the characters.
+PRIVATE_USE = re.compile("[\ue000-\uf8ff]")
 
 
 def load_mathjax_in_parts(app, config):
@@ -104,6 +106,7 @@ def _icons_used(outdir: Path, css: str) -> set[int]:
     for sheet in outdir.joinpath("_static").rglob("*.css"):
         text = ICON_RULE.sub("", sheet.read_text(errors="ignore"))
         points |= {int(point, 16) for point in CSS_GLYPH.findall(text)}
+        points |= {ord(glyph) for glyph in PRIVATE_USE.findall(text)}
     return points
 
 
