@@ -75,7 +75,7 @@ def install_sizes() -> None:
         base = kilobytes(empty)
         print(
             f"reader install on Python {platform.python_version()} "
-            f"(JupyterLab included; an empty venv is {base / 1e3:.0f} MB):"
+            f"(JupyterLab included; an empty venv is {base / 1e3:.1f} MB):"
         )
         for number, (label, requirements) in enumerate(INSTALLS):
             folder = Path(scratch) / f"venv{number}"
