@@ -1,17 +1,33 @@
 """Keep the book's pages light for readers on a phone network.
 
-Two of the heaviest files a chapter page loads are not needed:
+What a chapter page loads, and what this trims (measured by
+scripts/page_weight.py, run by `make bench`):
 
 - pydata-sphinx-theme's ``fontawesome.js`` (1.5 MB) turns icon tags into
   inline SVG. The theme's stylesheet already draws the same icons from the
   Font Awesome web font, so the script is dropped from every page.
+- That web font (``fa-solid-900.woff2``, 156 KB, about 1,400 icons) is cut
+  down to the icons the site shows: the classes its pages and scripts name,
+  and the glyphs its stylesheets draw. The cut font is a WOFF file beside
+  the original, and the theme's stylesheet points to it.
 - MathJax's combined ``tex-chtml.js`` (1.2 MB) bundles every TeX extension.
   The book loads MathJax in parts instead: the startup and core, TeX input
   with the extensions the book uses, and the CHTML output (about 0.7 MB);
   ``autoload`` still fetches a rarer extension from the local copy if a page
   needs one.
+- MathJax is loaded only by a page that has math of its own. Sphinx counts
+  the math of every page a page's table of contents includes, so the
+  introduction (whose toctree holds every chapter) loaded MathJax for none.
+- Figures are stored losslessly in the smaller of two forms: a PNG with a
+  palette when the figure has at most 256 colours (most of the book's
+  plots), or a lossless WebP. Every pixel is the notebook's.
+- Each page gets one viewport tag (Sphinx's layout, docutils and the theme
+  each wrote one).
 """
 
+from __future__ import annotations
+
+import io
 import re
 from pathlib import Path
 
@@ -19,6 +35,7 @@ FONTAWESOME_SCRIPT = re.compile(
     r'[ \t]*<script[^>]*src="[^"]*_static/scripts/fontawesome\.js[^"]*"[^>]*>'
     r"</script>\n?"
 )
+VIEWPORT = re.compile(r'[ \t]*<meta name="viewport"[^>]*>\n?')
 TEX_EXTENSIONS = [
     "ams",
     "newcommand",
@@ -27,6 +44,17 @@ TEX_EXTENSIONS = [
     "autoload",
     "configmacros",
 ]
+FONT_DIR = Path("_static/vendor/fontawesome/webfonts")
+THEME_CSS = Path("_static/styles/pydata-sphinx-theme.css")
+# Font Awesome's icon table, e.g.
+# `.fa-bars:before,.fa-navicon:before{content:"\f0c9"}`.
+ICON_RULE = re.compile(
+    r'((?:\.fa-[a-z0-9-]+:(?:before|after),?)+)\{content:"\\([0-9a-f]+)"\}'
+)
+ICON_CLASS = re.compile(r"\bfa-[a-z0-9-]+")
+CSS_GLYPH = re.compile(r'"\\([0-9a-f]{4,5})"')
+# The theme's own icons (admonitions, links) are written as the characters.
+PRIVATE_USE = re.compile("[\ue000-\uf8ff]")
 
 
 def load_mathjax_in_parts(app, config):
@@ -41,18 +69,150 @@ def load_mathjax_in_parts(app, config):
     }
 
 
-def drop_fontawesome_script(app, exception):
+def mathjax_only_with_math(app, pagename, templatename, context, doctree):
+    """Drop MathJax's two scripts from a page without math of its own."""
+    if app.builder.format != "html" or "script_files" not in context:
+        return
+    has_math = app.env.get_domain("math").data["has_equations"]
+    if has_math.get(pagename, False):
+        return
+    mathjax = {app.config.mathjax_path, f"_static/{app.config.mathjax_path}"}
+    context["script_files"] = [
+        script
+        for script in context["script_files"]
+        if script.filename not in mathjax
+        and not (script.attributes.get("body") or "").startswith(
+            "window.MathJax"
+        )
+    ]
+
+
+def _icons_used(outdir: Path, css: str) -> set[int]:
+    """Code points of the icons the site can show."""
+    names: set[str] = set()
+    for path in outdir.rglob("*"):
+        if path.suffix == ".html" or (
+            path.suffix == ".js"
+            and "_static" in path.parts
+            and "mathjax" not in path.parts
+            and path.name != "fontawesome.js"
+        ):
+            names |= set(ICON_CLASS.findall(path.read_text(errors="ignore")))
+    points: set[int] = set()
+    for selectors, point in ICON_RULE.findall(css):
+        if set(ICON_CLASS.findall(selectors)) & names:
+            points.add(int(point, 16))
+    # Glyphs the stylesheets draw themselves (admonition icons and the like).
+    for sheet in outdir.joinpath("_static").rglob("*.css"):
+        text = ICON_RULE.sub("", sheet.read_text(errors="ignore"))
+        points |= {int(point, 16) for point in CSS_GLYPH.findall(text)}
+        points |= {ord(glyph) for glyph in PRIVATE_USE.findall(text)}
+    return points
+
+
+def subset_icon_font(outdir: Path) -> None:
+    """Cut each Font Awesome font to the icons used; point the CSS to it."""
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    css_path = outdir / THEME_CSS
+    if not css_path.exists():
+        return
+    css = css_path.read_text(encoding="utf-8")
+    points = _icons_used(outdir, css)
+    for original in sorted((outdir / FONT_DIR).glob("*.woff2")):
+        cut = original.with_suffix(".woff")
+        font = TTFont(original.with_suffix(".ttf"))
+        options = subset.Options()
+        options.flavor = "woff"
+        options.layout_features = []
+        options.notdef_outline = True
+        subsetter = subset.Subsetter(options)
+        subsetter.populate(unicodes=sorted(points & set(font.getBestCmap())))
+        subsetter.subset(font)
+        font.flavor = "woff"
+        font.save(cut)
+        folder = "../vendor/fontawesome/webfonts"
+        css = css.replace(
+            f'url({folder}/{original.name}) format("woff2")',
+            f'url({folder}/{cut.name}) format("woff")',
+        )
+    css_path.write_text(css, encoding="utf-8")
+
+
+def _lossless_forms(path: Path) -> tuple[bytes | None, bytes]:
+    """(palette PNG or None, lossless WebP) of one figure, pixel for pixel."""
+    import numpy as np
+    from PIL import Image
+
+    image = Image.open(path).convert("RGBA")
+    pixels = np.asarray(image)
+    palette_png = None
+    colours, index = np.unique(
+        pixels.reshape(-1, 4), axis=0, return_inverse=True
+    )
+    if len(colours) <= 256:
+        paletted = Image.fromarray(
+            index.reshape(pixels.shape[:2]).astype(np.uint8), "P"
+        )
+        paletted.putpalette(colours.astype(np.uint8).tobytes(), "RGBA")
+        assert np.array_equal(np.asarray(paletted.convert("RGBA")), pixels)
+        buffer = io.BytesIO()
+        paletted.save(buffer, "PNG", optimize=True)
+        palette_png = buffer.getvalue()
+    buffer = io.BytesIO()
+    image.save(buffer, "WEBP", lossless=True, quality=100, method=4)
+    return palette_png, buffer.getvalue()
+
+
+def lighten_figures(outdir: Path) -> dict[str, str]:
+    """Store each figure in its smallest lossless form.
+
+    Returns {png name: webp name} for the figures the pages must relink.
+    """
+    relink = {}
+    for path in sorted(outdir.glob("_images/*.png")):
+        webp = path.with_suffix(".webp")
+        if webp.exists() and webp.stat().st_mtime >= path.stat().st_mtime:
+            relink[path.name] = webp.name
+            continue
+        original = path.read_bytes()
+        palette_png, lossless_webp = _lossless_forms(path)
+        smallest = min(
+            [len(original), len(palette_png or original), len(lossless_webp)]
+        )
+        if palette_png is not None and len(palette_png) == smallest:
+            if palette_png != original:
+                path.write_bytes(palette_png)
+        elif len(lossless_webp) == smallest:
+            webp.write_bytes(lossless_webp)
+            relink[path.name] = webp.name
+    return relink
+
+
+def lighten_pages(app, exception):
     if exception is not None or app.builder.format != "html":
         return
-    for page in Path(app.outdir).rglob("*.html"):
+    outdir = Path(app.outdir)
+    relink = lighten_figures(outdir)
+    for page in outdir.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         lighter = FONTAWESOME_SCRIPT.sub("", text)
+        first = VIEWPORT.search(lighter)
+        if first:
+            head, tail = lighter[: first.end()], lighter[first.end() :]
+            lighter = head + VIEWPORT.sub("", tail)
+        for png, webp in relink.items():
+            lighter = lighter.replace(f"_images/{png}", f"_images/{webp}")
         if lighter != text:
             page.write_text(lighter, encoding="utf-8")
+    subset_icon_font(outdir)
 
 
 def setup(app):
     # After sphinx-mathjax-offline has set its combined file as the default.
     app.connect("config-inited", load_mathjax_in_parts, priority=900)
-    app.connect("build-finished", drop_fontawesome_script)
+    # After sphinx.ext.mathjax has added its scripts (priority 500).
+    app.connect("html-page-context", mathjax_only_with_math, priority=900)
+    app.connect("build-finished", lighten_pages)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

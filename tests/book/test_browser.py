@@ -108,6 +108,22 @@ COLLECT = r"""() => {
           images, headings, theme: document.documentElement.dataset.theme || ''};
 }"""
 
+# The page's head as a phone browser reads it, what its icon link serves, and
+# which MathJax files the page fetched.
+HEAD = r"""async () => {
+  const icons = [...document.querySelectorAll('link[rel~="icon"]')];
+  const served = [];
+  for (const link of icons) {
+    const r = await fetch(link.href);
+    served.push({href: link.getAttribute('href'), status: r.status,
+                 type: r.headers.get('content-type') || ''});
+  }
+  const mathjax = performance.getEntriesByType('resource').map(e => e.name)
+      .filter(name => name.includes('/mathjax/'));
+  return {viewports: document.querySelectorAll('meta[name="viewport"]').length,
+          icons: served, mathjax};
+}"""
+
 # Folded cells (myst-nb renders hide-input/-output/-cell as <details> in the cell).
 FOLDED = ".cell > details.hide"
 FOLD_STATE = r"""sel => [...document.querySelectorAll(sel)].map(d => {
@@ -258,6 +274,7 @@ class Visit:
     toggles: list = field(default_factory=list)
     download_links: list = field(default_factory=list)
     notebook: object = None
+    head: dict = field(default_factory=dict)
     dark_theme: str = ""
     screenshots: dict = field(default_factory=dict)
 
@@ -340,6 +357,7 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
         page.goto(base_url + quote(f"{page_name}.html"), wait_until="load")
         page.evaluate(WAIT_FOR_RENDERING)
         recorder.facts = page.evaluate(COLLECT)
+        recorder.head = page.evaluate(HEAD)
         recorder.screenshots["light"] = screenshot_path(page_name, "light")
         page.screenshot(
             path=str(recorder.screenshots["light"]), full_page=True
@@ -966,4 +984,229 @@ def test_display_math_fits_the_page(site, browser, page):
         context.close()
     assert not wide, (
         f"{page}: {len(wide)} equations too wide, e.g. {wide[0]!r}"
+    )
+
+
+# --------------------------------------------------------------------------------------
+# A phone's head and network: one viewport, an icon, MathJax only with math,
+# inline math that a reader can see to its end, no tooltip left by a tap
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_one_viewport_tag(visits, page):
+    """Sphinx, docutils and the theme each wrote one; a phone needs one."""
+    count = visits(page).head["viewports"]
+    assert count == 1, f"{page}: {count} <meta name='viewport'> tags"
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_has_an_icon(visits, page):
+    """Without an icon link a browser asks for /favicon.ico, which is a 404."""
+    icons = visits(page).head["icons"]
+    assert icons, f"{page}: no <link rel='icon'>"
+    for icon in icons:
+        assert icon["status"] == 200 and icon["type"].startswith("image/"), (
+            f"{page}: its icon {icon}"
+        )
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_mathjax_only_where_there_is_math(visits, page):
+    """A page loads MathJax if and only if it has math of its own."""
+    seen = visits(page)
+    if seen.facts["math"]:
+        assert seen.head["mathjax"], f"{page} has math but loads no MathJax"
+    else:
+        assert not seen.head["mathjax"], (
+            f"{page} has no math but loads {seen.head['mathjax'][:3]}"
+        )
+
+
+def test_mathjax_only_where_there_is_math_has_both_kinds(visits):
+    """The intro has no math (its table of contents does: that is not its own)."""
+    assert (
+        not visits(INTRO).facts["math"] and not visits(INTRO).head["mathjax"]
+    )
+    assert visits(CHAPTERS[0]).facts["math"]
+    assert visits(CHAPTERS[0]).head["mathjax"]
+
+
+# An inline formula is clipped if an ancestor that clips (overflow other than
+# visible) cuts it and does not let the reader scroll to the rest.
+CLIPPED_INLINE_MATH = r"""() => {
+  const out = [];
+  const width = document.documentElement.clientWidth;
+  for (const m of document.querySelectorAll(
+      '#main-content mjx-container:not([display="true"])')) {
+    if (!m.checkVisibility({checkVisibilityCSS: true})) continue;
+    const r = m.getBoundingClientRect();
+    if (r.width === 0) continue;
+    let problem = null, decided = false;
+    for (let e = m.parentElement; e && e !== document.body; e = e.parentElement) {
+      const s = getComputedStyle(e);
+      if (s.display === 'inline' || s.overflowX === 'visible') continue;
+      const b = e.getBoundingClientRect();
+      if (r.right <= b.right + 1 && r.left >= b.left - 1) continue;
+      decided = true;
+      if (s.overflowX !== 'auto' && s.overflowX !== 'scroll') {
+        problem = Math.round(r.right - b.right) + ' px cut by ' + e.tagName.toLowerCase()
+                  + '.' + String(e.className).split(' ')[0];
+      }
+      break;
+    }
+    if (!decided && r.right > width + 1) problem = 'runs off the page';
+    if (problem) {
+      const section = m.closest('section');
+      out.push((section ? section.id : '?') + ': ' + Math.round(r.width) + ' px wide, '
+               + problem + ': ' + (m.textContent || '').slice(0, 40));
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_inline_math_is_not_clipped_on_a_phone(site, browser, page):
+    """At 390 px, every inline formula fits its line or scrolls sideways."""
+    recorder = Visit(page)
+    context, tab = phone_page(browser, site, recorder)
+    try:
+        tab.goto(site + quote(f"{page}.html"), wait_until="load")
+        tab.evaluate(WAIT_FOR_RENDERING)
+        clipped = tab.evaluate(CLIPPED_INLINE_MATH)
+        inline = tab.locator(
+            "#main-content mjx-container:not([display='true'])"
+        ).count()
+    finally:
+        context.close()
+    assert inline, f"{page}: no inline math found to check"
+    assert not clipped, (
+        f"{page}: {len(clipped)} inline formulas clipped at 390 px:\n"
+        + "\n".join(clipped[:10])
+    )
+
+
+def test_no_tooltip_stays_after_a_tap(site, browser):
+    """Tapping the colour-mode button switches the mode and leaves no tooltip."""
+    recorder = Visit("phone tooltip")
+    context, page = phone_page(browser, site, recorder)
+    try:
+        page.goto(site + quote(f"{CHAPTERS[0]}.html"), wait_until="load")
+        button = page.locator(".theme-switch-button:visible")
+        assert button.count(), "no visible colour-mode button at phone width"
+        before = page.evaluate("document.documentElement.dataset.mode")
+        button.first.tap()
+        page.wait_for_timeout(800)
+        after = page.evaluate("document.documentElement.dataset.mode")
+        tooltips = page.evaluate(
+            "[...document.querySelectorAll('.tooltip')]"
+            ".filter(t => t.checkVisibility({checkOpacity: true,"
+            " checkVisibilityCSS: true})).map(t => t.textContent)"
+        )
+    finally:
+        context.close()
+    assert before != after, f"the tap did not switch the mode ({before!r})"
+    assert not tooltips, f"tooltips left on screen after a tap: {tooltips}"
+
+
+# Every icon the page draws with the Font Awesome font, and the font it asks.
+ICON_GLYPHS = r"""() => {
+  const out = [];
+  for (const el of document.querySelectorAll('body *')) {
+    for (const pseudo of ['::before', '::after']) {
+      const s = getComputedStyle(el, pseudo);
+      if (!s.fontFamily.includes('Font Awesome')) continue;
+      const content = s.content.replace(/^"|"$/g, '');
+      if (!content || content === 'none' || content === 'normal') continue;
+      out.push({family: s.fontFamily, weight: s.fontWeight,
+                point: content.codePointAt(0), where: el.className.toString().slice(0, 50)});
+    }
+  }
+  return out;
+}"""
+
+
+def _icon_font_points() -> dict[str, set[int]]:
+    """{'solid' | 'regular' | 'brands': code points} of the fonts the site serves."""
+    from fontTools.ttLib import TTFont
+
+    css = (HTML_DIR / "_static/styles/pydata-sphinx-theme.css").read_text()
+    fonts = {}
+    for kind, name in [
+        ("solid", "fa-solid-900"),
+        ("regular", "fa-regular-400"),
+        ("brands", "fa-brands-400"),
+    ]:
+        served = re.search(rf"webfonts/({name}\.woff2?)\)", css)
+        assert served, f"the theme's stylesheet names no {name} font"
+        font = TTFont(
+            HTML_DIR / "_static/vendor/fontawesome/webfonts" / served[1]
+        )
+        fonts[kind] = set(font.getBestCmap() or {})
+    return fonts
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_every_icon_is_in_the_served_font(site, browser, width):
+    """The icon font is cut to the icons used: none the pages draw is missing."""
+    fonts = _icon_font_points()
+    missing = []
+    for page_name in [INTRO, CHAPTERS[0], RUN_PAGE, "search"]:
+        recorder = Visit(page_name)
+        context = new_context(browser, site, recorder)
+        try:
+            tab = context.new_page()
+            tab.set_viewport_size({"width": width, "height": 900})
+            tab.goto(site + quote(f"{page_name}.html"), wait_until="load")
+            icons = tab.evaluate(ICON_GLYPHS)
+        finally:
+            context.close()
+        assert icons, f"{page_name}: no Font Awesome icon found to check"
+        for icon in icons:
+            kind = (
+                "brands"
+                if "Brands" in icon["family"]
+                else ("solid" if int(icon["weight"]) >= 900 else "regular")
+            )
+            if icon["point"] not in fonts[kind]:
+                missing.append(
+                    f"{page_name}: U+{icon['point']:04X} ({kind}) for {icon['where']!r}"
+                )
+    assert not missing, "icons missing from the served font:\n" + "\n".join(
+        sorted(set(missing))[:20]
+    )
+
+
+def test_figures_are_the_notebooks_pixel_for_pixel(site):
+    """Figures are stored smaller (palette PNG or lossless WebP), never changed."""
+    import numpy as np
+    from PIL import Image
+
+    source = BUILD_DIR / "jupyter_execute"
+    shown = sorted(
+        {
+            match
+            for page in HTML_DIR.rglob("*.html")
+            for match in re.findall(
+                r"_images/([0-9a-f]{64}\.(?:png|webp))", page.read_text()
+            )
+        }
+    )
+    assert shown, "no figure found in the pages"
+    changed, compared = [], 0
+    for name in shown:
+        original = next(source.rglob(name.rsplit(".", 1)[0] + ".png"), None)
+        if original is None:
+            continue  # a figure that is not a notebook output
+        compared += 1
+        served = np.asarray(
+            Image.open(HTML_DIR / "_images" / name).convert("RGBA")
+        )
+        if not np.array_equal(
+            served, np.asarray(Image.open(original).convert("RGBA"))
+        ):
+            changed.append(name)
+    assert not changed, (
+        f"figures whose pixels differ from the notebook's: {changed}"
     )
