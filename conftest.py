@@ -53,8 +53,6 @@ def first_rank(item) -> int:
     return len(FIRST)
 
 
-
-
 # --- where the time went ---
 # At the end of a run, the test time of each layer (setup, call and
 # teardown of its tests, summed over the workers) and the wall-clock time.
