@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Measure, on this machine: clean HTML and PDF builds, page weight, nbval over all chapters, each chapter's execution.
 Then scripts/bench_dp_at_scale.py times one DP aggregation (pandas, PipelineDP
-local and on Spark) at 1x, 10x and 100x the visits and writes
+local and on Spark) at 1x and 10x the visits and writes
 data/dp-at-scale-timings.csv. Last, the disk space a reader's install takes:
 the core chapters, the core with OpenDP and dp-accounting, the core with
 scikit-learn and diffprivlib, and every chapter (requirements.txt).
@@ -165,7 +165,7 @@ def main(sections: list[str]) -> int:
             print(f"execute {path.name:32s}{execution_seconds(path):7.1f} s")
     if "dp-at-scale" in sections:
         print(
-            "DP at scale: pandas, PipelineDP local and Spark, 1x-100x visits"
+            "DP at scale: pandas, PipelineDP local and Spark, 1x and 10x visits"
         )
         subprocess.run(
             [sys.executable, str(ROOT / "scripts" / "bench_dp_at_scale.py")],

@@ -11,7 +11,7 @@ Each of the 32,561 census people gets a few to dozens of visits to shops in
 a public directory of ``N_SHOPS`` shops. Everything is drawn, vectorised,
 from one generator seeded with ``SEED``, so two runs give byte-identical
 files. With ``--scale N`` every census person is copied N times and each
-copy gets its own visits (the benchmark uses 10x and 100x; those files are
+copy gets its own visits (the benchmark uses 10x; those files are
 not stored).
 
 The simulation, kept simple but not pure noise:
