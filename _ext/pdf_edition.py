@@ -73,6 +73,13 @@ PREAMBLE = r"""
 % No page break between a box's title bar and its first line.
 \patchcmd{\sphinxdotitlerowwithicon}{\par\endgroup}{\par\nobreak\endgroup}
   {}{\PackageWarning{pdf_edition}{title row not patched}}
+% Solutions (instructors' PDF): a titled section between two rules, not a
+% framed box, so that their code blocks can break across pages (a code
+% block inside a framed box cannot, and ran into the footer).
+\newenvironment{booksolution}[1]
+  {\par\medskip\noindent\rule{\linewidth}{0.4pt}\par\nobreak
+   \noindent\textbf{#1}\par\nobreak\smallskip}
+  {\par\nobreak\noindent\rule{\linewidth}{0.4pt}\par\medskip}
 % Proofs: a paragraph headed "Proof." and ended with a square.
 \newenvironment{bookproof}
   {\par\smallskip\noindent\textit{Proof.}\enspace\ignorespaces}
@@ -216,6 +223,31 @@ def proofs_as_paragraphs(text: str) -> str:
     return text
 
 
+SOLUTION_BOX = re.compile(
+    r"(?:\\needspace\{[^}]*\}\n)?"
+    r"\\begin\{sphinxadmonition\}\{note\}\{(Solution to [^\n]*)\}\n"
+)
+
+
+def solutions_as_sections(text: str) -> str:
+    """Each solution box becomes a `booksolution` (see the preamble)."""
+    while match := SOLUTION_BOX.search(text):
+        begin = text.index("\\begin{sphinxadmonition}", match.start())
+        end = matching_end(text, begin)
+        body = text[match.end() : end - len("\\end{sphinxadmonition}")]
+        text = (
+            text[: match.start()]
+            + "\\needspace{6\\baselineskip}\n"
+            + "\\begin{booksolution}{"
+            + match.group(1)
+            + "}\n"
+            + body
+            + "\\end{booksolution}"
+            + text[end:]
+        )
+    return text
+
+
 def without_solutions(text: str) -> str:
     kept, position = [], 0
     for match in SOLUTION.finditer(text):
@@ -281,6 +313,48 @@ def exercise_labels(text: str, env) -> str:
     return re.sub(r"\\label\{exercise:([^}]+)\}", both, text)
 
 
+# A box that holds a code block cannot be split inside that block (a framed
+# block nested in a framed box): near a page's foot the code then runs into
+# the footer. Such a box, if it is short enough to fit on a page, starts on
+# a new page when what is left of the page cannot hold it; any other box
+# asks for room for its title and first lines.
+BOX_LINES_MAX = 30
+
+
+MARKUP_LINE = re.compile(r"^(?:\\(?:begin|end)\{|\\sphinxAtStartPar$|$)")
+
+
+def box_lines(text: str, start: int) -> tuple[int, bool]:
+    """Printed lines (about) of the box opening at `start`: the lines of the
+    .tex between its begin and end that are not bare markup; and whether it
+    holds a code block."""
+    depth = 0
+    for match in ADMONITION.finditer(text, start):
+        depth += 1 if match.group(1) == "begin" else -1
+        if depth == 0:
+            body = text[start : match.end()]
+            lines = [
+                line
+                for line in body.splitlines()
+                if not MARKUP_LINE.match(line.strip())
+            ]
+            return len(lines), "\\begin{sphinxVerbatim}" in body
+    return BOX_LINES_MAX + 1, False
+
+
+def keep_boxes_together(text: str) -> str:
+    def room(match):
+        lines, has_code = box_lines(text, match.start())
+        needed = 6
+        if has_code and lines <= BOX_LINES_MAX:
+            # code lines are set a little taller than text, and the box
+            # adds its title bar and padding
+            needed = int(lines * 1.2) + 5
+        return f"\\needspace{{{needed}\\baselineskip}}\n" + match.group(1)
+
+    return BOX.sub(room, text)
+
+
 def polish_tex(app, exception):
     if exception is not None or app.builder.format != "latex":
         return
@@ -295,7 +369,7 @@ def polish_tex(app, exception):
             r"\1\n",
             text,
         )
-        text = BOX.sub(r"\\needspace{6\\baselineskip}\n\1", text)
+        text = keep_boxes_together(text)
         text = proofs_as_paragraphs(text)
         text = exercise_labels(text, app.env)
         # jupyterBook.cls loads inputenc, which xelatex ignores with a
@@ -305,11 +379,11 @@ def polish_tex(app, exception):
             "\\expandafter\\def\\csname opt@inputenc.sty\\endcsname{utf8}\n"
             + text
         )
-        tex.write_text(text, encoding="utf-8")
         if tex.name == "book.tex":
             (tex.parent / STUDENT_TEX).write_text(
                 student_edition(text, app.env), encoding="utf-8"
             )
+        tex.write_text(solutions_as_sections(text), encoding="utf-8")
 
 
 def setup(app):

@@ -174,24 +174,29 @@ def chapter_box(config: dict, chapter: str) -> str:
 
 
 def page_table(config: dict, titles: dict[str, str]) -> str:
-    rows = [
-        "| chapter | beyond NumPy, pandas, SciPy, Matplotlib | "
-        "first cell in Colab | on a laptop |",
-        "| --- | --- | --- | --- |",
-    ]
+    """One line per chapter: what it needs beyond the core, its Colab line
+    and its requirements file (a list, not a table: the Colab lines are too
+    long for a table's column in the PDF)."""
+    core = package_names(config["core"])
+    rows = []
     for chapter in config["chapters"]:
         extra = extra_lines(config, chapter)
-        own = [
-            n
-            for n in package_names(extra)
-            if n not in package_names(config["core"])
-        ]
-        rows.append(
-            f"| {titles.get(chapter, chapter)} | "
-            f"{', '.join(own) or 'nothing'} | "
-            + (f"`{colab_line(extra)}`" if extra else "nothing to install")
-            + f" | {{download}}`{chapter}.txt <requirements/{chapter}.txt>` |"
+        own = [n for n in package_names(extra) if n not in core]
+        download = (
+            f"{{download}}`requirements/{chapter}.txt "
+            f"<requirements/{chapter}.txt>`"
         )
+        if extra:
+            rows.append(
+                f"- **{titles.get(chapter, chapter)}**: "
+                f"{', '.join(own)}. In Colab: `{colab_line(extra)}`. "
+                f"On a laptop: {download}."
+            )
+        else:
+            rows.append(
+                f"- **{titles.get(chapter, chapter)}**: the core alone "
+                f"(nothing to install in Colab). On a laptop: {download}."
+            )
     return "\n".join(rows)
 
 
