@@ -1245,7 +1245,7 @@ DIAL_STATE = r"""() => {
           texts: [...figure.querySelectorAll('svg text')].map(t => t.textContent),
           svgWidth: svg ? svg.getBoundingClientRect().width : 0,
           pageWidth: document.documentElement.clientWidth,
-          label: svg ? svg.getAttribute('aria-label') : null,
+          label: figure.querySelector('[aria-label]') ? figure.querySelector('[aria-label]').getAttribute('aria-label') : null,
           caption: figure.querySelector('figcaption').textContent.trim()};
 }"""
 
