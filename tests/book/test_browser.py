@@ -1210,3 +1210,135 @@ def test_figures_are_the_notebooks_pixel_for_pixel(site):
     assert not changed, (
         f"figures whose pixels differ from the notebook's: {changed}"
     )
+
+
+# --------------------------------------------------------------------------------------
+# Interactive figures (_ext/vega_figures.py): the Laplace dial of the DP chapter
+# --------------------------------------------------------------------------------------
+
+DIAL_PAGE = "chapters/differential-privacy"
+DIAL_LABEL = "privacy parameter ε"
+# What the figure shows now: epsilon, the rows of the densities' data and
+# the text of the chart's annotation.
+DIAL_STATE = r"""() => {
+  const views = Object.values(window.bookVegaViews || {});
+  if (views.length !== 1) return {views: views.length};
+  const view = views[0];
+  const rows = [];
+  const walk = state => {
+    for (const name of Object.keys(state.data || {})) {
+      let values;
+      try { values = view.data(name); } catch (error) { continue; }
+      for (const row of values || []) {
+        if ('log_ratio' in row && 'D' in row && 'neighbour' in row) {
+          rows.push({output: row.output, D: row.D, neighbour: row.neighbour,
+                     log_ratio: row.log_ratio});
+        }
+      }
+    }
+    for (const sub of Object.values(state.subcontext || {})) walk(sub);
+  };
+  walk(view.getState({data: () => true, signals: () => false, recurse: true}));
+  const figure = document.querySelector('figure.vega-figure');
+  const svg = figure.querySelector('svg');
+  return {views: 1, epsilon: view.signal('epsilon'), rows,
+          texts: [...figure.querySelectorAll('svg text')].map(t => t.textContent),
+          svgWidth: svg ? svg.getBoundingClientRect().width : 0,
+          pageWidth: document.documentElement.clientWidth,
+          label: figure.querySelector('[aria-label]') ? figure.querySelector('[aria-label]').getAttribute('aria-label') : null,
+          caption: figure.querySelector('figcaption').textContent.trim()};
+}"""
+
+
+def _expected_dial(epsilon: float, outputs) -> dict:
+    """The Laplace densities of the chapter's count (scipy, not the page's code)."""
+    import numpy as np  # noqa: PLC0415
+    from scipy import stats  # noqa: PLC0415
+
+    outputs = np.asarray(outputs, dtype=float)
+    on_d = stats.laplace.pdf(outputs, loc=0, scale=1 / epsilon)
+    on_neighbour = stats.laplace.pdf(outputs, loc=-1, scale=1 / epsilon)
+    return {
+        "D": on_d,
+        "neighbour": on_neighbour,
+        "log_ratio": np.log(on_d / on_neighbour),
+        "text": f"density ratio between {np.exp(-epsilon):.2f}"
+        f" and {np.exp(epsilon):.2f}",
+    }
+
+
+def _check_dial(state: dict, epsilon: float) -> None:
+    import numpy as np  # noqa: PLC0415
+
+    assert state["views"] == 1, state
+    assert state["epsilon"] == pytest.approx(epsilon), state["epsilon"]
+    rows = state["rows"]
+    # The data of both panels (each evaluates the same closed form).
+    assert len(rows) >= 150, f"{len(rows)} rows of the densities' data"
+    outputs = [row["output"] for row in rows]
+    expected = _expected_dial(epsilon, outputs)
+    for key in ("D", "neighbour", "log_ratio"):
+        shown = np.array([row[key] for row in rows])
+        assert np.allclose(shown, expected[key], rtol=1e-9, atol=1e-12), (
+            f"epsilon={epsilon}: {key} differs from the Laplace density"
+        )
+    log_ratio = np.array([row["log_ratio"] for row in rows])
+    assert np.abs(log_ratio).max() == pytest.approx(epsilon)
+    assert expected["text"] in state["texts"], state["texts"]
+
+
+@pytest.mark.parametrize("width", [1280, PHONE["width"]])
+def test_dial_moves_with_its_slider(site, browser, width):
+    """The slider, found by its label, moves epsilon with the arrow keys;
+    what the figure shows is the Laplace density at each epsilon."""
+    recorder = Visit(DIAL_PAGE)
+    context = new_context(browser, site, recorder)
+    try:
+        tab = context.new_page()
+        tab.set_viewport_size({"width": width, "height": 900})
+        watch(tab, recorder, site)
+        tab.goto(site + quote(f"{DIAL_PAGE}.html"), wait_until="load")
+        tab.wait_for_selector("figure.vega-figure-ready svg")
+        slider = tab.get_by_label(DIAL_LABEL)
+        assert slider.get_attribute("type") == "range"
+        start = float(slider.input_value())
+        _check_dial(tab.evaluate(DIAL_STATE), start)
+        positions = []
+        for key, presses in (("ArrowRight", 5), ("ArrowLeft", 3)):
+            slider.focus()
+            for _ in range(presses):
+                slider.press(key)
+            tab.wait_for_timeout(200)
+            value = float(slider.input_value())
+            state = tab.evaluate(DIAL_STATE)
+            _check_dial(state, value)
+            positions.append(value)
+        assert len({start, *positions}) == 3, (start, positions)
+        assert state["label"], "the chart has no text alternative"
+        assert "slider" in state["caption"], state["caption"]
+        assert state["svgWidth"] <= state["pageWidth"], state
+    finally:
+        context.close()
+    assert not recorder.external_requests, recorder.external_requests
+    assert not recorder.page_errors, recorder.page_errors
+    assert not recorder.console_errors, recorder.console_errors
+
+
+def test_dial_scripts_load_only_where_there_is_a_figure(site, browser):
+    loaded = {}
+    recorder = Visit("vega")
+    context = new_context(browser, site, recorder)
+    try:
+        tab = context.new_page()
+        for page in (DIAL_PAGE, "chapters/randomized-response", INTRO):
+            tab.goto(site + quote(f"{page}.html"), wait_until="load")
+            loaded[page] = tab.evaluate(
+                "() => performance.getEntriesByType('resource')"
+                ".map(e => e.name).filter(n => n.includes('vega-figures/'))"
+            )
+    finally:
+        context.close()
+    assert len(loaded[DIAL_PAGE]) == 2, loaded
+    assert not loaded["chapters/randomized-response"], loaded
+    assert not loaded[INTRO], loaded
+    assert not recorder.external_requests, recorder.external_requests

@@ -566,3 +566,51 @@ def test_padding_makes_both_differencing_queries_large(tb):
     assert everyone - without == 1
     assert min(everyone, without) > tb.value("len(health)") / 2
     assert tb.value("obese_everyone") <= 2
+
+
+# --- the interactive Laplace figure (a Vega-Lite 5 specification) ------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "0, 0.1, 3, 0.1",  # start 0
+        "0.5, -0.1, 3, 0.1",  # negative low end
+        "0.5, 0.1, float('inf'), 0.1",  # infinite high end
+        "5, 0.1, 3, 0.1",  # start above the range
+        "0.5, 0.1, 3, 0",  # step 0
+        "0.5, 0.1, 3, 5",  # step wider than the range
+    ],
+)
+def test_laplace_dial_rejects_bad_inputs(tb, args):
+    value_error_message(tb, f"laplace_dial({args})")
+
+
+def test_stored_dial_is_vega_lite_5_with_a_labelled_slider():
+    """The stored output is a Vega-Lite 5 spec that compiles, with one
+    labelled range slider for epsilon whose start is the chapter's demo
+    epsilon, and a description (the text alternative) as its text/plain."""
+    import vl_convert  # noqa: PLC0415
+
+    outputs = [
+        output
+        for cell in chapter_cells()
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if "application/vnd.vegalite.v5+json" in output.get("data", {})
+    ]
+    assert len(outputs) == 1
+    data = outputs[0]["data"]
+    spec = data["application/vnd.vegalite.v5+json"]
+    assert spec["$schema"].endswith("/vega-lite/v5.json")
+    assert data["text/plain"] == spec["description"]
+    assert len(spec["description"]) > 100
+    (param,) = spec["params"]
+    bind = param["bind"]
+    assert param["name"] == "epsilon" and bind["input"] == "range"
+    assert bind["name"].strip() == "privacy parameter ε"
+    assert bind["min"] < param["value"] < bind["max"]
+    assert param["value"] == 0.5  # epsilon_demo, the static figure's
+    # vl-convert compiles it with Vega-Lite 5 (as JupyterLab would draw it).
+    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
+    assert any(s["name"] == "epsilon" for s in vega["signals"])
