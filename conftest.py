@@ -60,7 +60,9 @@ def first_rank(item) -> int:
 import time  # noqa: E402
 
 _STARTED = time.monotonic()
-LAYERS = ("chapters", "notebooks", "book")
+# Checked in this order: a notebook's keywords also hold its folder's name,
+# "chapters".
+LAYERS = ("book", "notebooks", "chapters")
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -77,7 +79,7 @@ def pytest_terminal_summary(terminalreporter):
     if not any(counts.values()):
         return
     terminalreporter.section("where the time went")
-    for layer in LAYERS:
+    for layer in ("chapters", "notebooks", "book"):
         if counts[layer]:
             terminalreporter.write_line(
                 f"{layer:>10}: {counts[layer]:5d} tests, "

@@ -44,6 +44,7 @@ NAMES = {
     "scikit-learn": "scikit-learn",
     "diffprivlib": "diffprivlib",
     "jupyterlab": "JupyterLab",
+    "altair": "Altair",
 }
 
 

@@ -28,10 +28,12 @@ SOURCES = [
     "_toc.yml",
     "references.bib",
     "requirements.txt",
+    "requirements",
     "chapters",
     "data",
     "_latex",
     "_ext",
+    "_static",
 ]
 # Pages left out of the student edition (and out of its table of contents).
 TEACHER_PAGES = ["instructors"]
