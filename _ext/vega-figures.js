@@ -1,10 +1,18 @@
 // Draws the book's interactive figures (see _ext/vega_figures.py): each
 // <figure class="vega-figure"> holds a compiled Vega specification; the Vega
-// runtime (through vega-embed), served from this site's _static, draws it
-// as SVG and binds its sliders. window.bookVegaViews maps a figure's id
-// to its Vega view.
+// runtime (through vega-embed), served from this site's _static beside this
+// file, draws it as SVG and binds its sliders. The runtime is large (about
+// 300 KB gzipped), so it is fetched only when a figure comes near the
+// screen: a reader who never scrolls to a figure does not pay for it.
+// window.bookVegaViews maps a figure's id to its Vega view.
 (function () {
   "use strict";
+  var here = document.currentScript && document.currentScript.src;
+  var runtime = here
+    ? here.replace(/draw\.js(\?.*)?$/, "vega.min.js")
+    : "_static/vega-figures/vega.min.js";
+  var requested = false;
+
   function draw() {
     window.bookVegaViews = window.bookVegaViews || {};
     document.querySelectorAll("figure.vega-figure").forEach(function (figure) {
@@ -23,9 +31,38 @@
       });
     });
   }
+
+  function loadRuntime() {
+    if (requested) return;
+    requested = true;
+    var script = document.createElement("script");
+    script.src = runtime;
+    script.onload = draw;
+    document.head.appendChild(script);
+  }
+
+  function start() {
+    var figures = document.querySelectorAll("figure.vega-figure");
+    if (!figures.length) return;
+    if (!("IntersectionObserver" in window)) {
+      loadRuntime();
+      return;
+    }
+    var observer = new IntersectionObserver(
+      function (entries) {
+        if (entries.some(function (entry) { return entry.isIntersecting; })) {
+          observer.disconnect();
+          loadRuntime();
+        }
+      },
+      { rootMargin: "800px 0px" }
+    );
+    figures.forEach(function (figure) { observer.observe(figure); });
+  }
+
   if (document.readyState === "loading") {
-    document.addEventListener("DOMContentLoaded", draw);
+    document.addEventListener("DOMContentLoaded", start);
   } else {
-    draw();
+    start();
   }
 })();

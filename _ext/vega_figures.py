@@ -116,8 +116,9 @@ def _page_has_figure(doctree) -> bool:
 
 
 def _add_scripts(app, pagename, templatename, context, doctree):
+    # Only the small drawer: it fetches RUNTIME when a figure comes near the
+    # screen (see _ext/vega-figures.js).
     if doctree is not None and _page_has_figure(doctree):
-        app.add_js_file(RUNTIME)
         app.add_js_file(DRAWER)
 
 

@@ -1298,6 +1298,8 @@ def test_dial_moves_with_its_slider(site, browser, width):
         tab.set_viewport_size({"width": width, "height": 900})
         watch(tab, recorder, site)
         tab.goto(site + quote(f"{DIAL_PAGE}.html"), wait_until="load")
+        # The runtime is fetched when the figure comes near the screen.
+        tab.locator("figure.vega-figure").scroll_into_view_if_needed()
         tab.wait_for_selector("figure.vega-figure-ready svg")
         slider = tab.get_by_label(DIAL_LABEL)
         assert slider.get_attribute("type") == "range"
@@ -1325,20 +1327,32 @@ def test_dial_moves_with_its_slider(site, browser, width):
 
 
 def test_dial_scripts_load_only_where_there_is_a_figure(site, browser):
+    """The small drawer loads only on a page with a figure, and the large
+    runtime only once the reader scrolls near the figure."""
+    fetched = (
+        "() => performance.getEntriesByType('resource')"
+        ".map(e => e.name).filter(n => n.includes('vega-figures/'))"
+    )
     loaded = {}
     recorder = Visit("vega")
     context = new_context(browser, site, recorder)
     try:
         tab = context.new_page()
+        tab.set_viewport_size({"width": 1280, "height": 900})
         for page in (DIAL_PAGE, "chapters/randomized-response", INTRO):
             tab.goto(site + quote(f"{page}.html"), wait_until="load")
-            loaded[page] = tab.evaluate(
-                "() => performance.getEntriesByType('resource')"
-                ".map(e => e.name).filter(n => n.includes('vega-figures/'))"
-            )
+            tab.wait_for_timeout(300)
+            loaded[page] = tab.evaluate(fetched)
+            if page == DIAL_PAGE:
+                tab.locator("figure.vega-figure").scroll_into_view_if_needed()
+                tab.wait_for_selector("figure.vega-figure-ready svg")
+                loaded["after scrolling"] = tab.evaluate(fetched)
     finally:
         context.close()
-    assert len(loaded[DIAL_PAGE]) == 2, loaded
+    assert [n.rsplit("/", 1)[-1].split("?")[0] for n in loaded[DIAL_PAGE]] == [
+        "draw.js"
+    ], loaded
+    assert len(loaded["after scrolling"]) == 2, loaded
     assert not loaded["chapters/randomized-response"], loaded
     assert not loaded[INTRO], loaded
     assert not recorder.external_requests, recorder.external_requests
