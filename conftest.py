@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parent
 
 
 # A chapter whose stored outputs need a package that this Python cannot
-# install (PipelineDP declares Python < 3.14): its nbval cells and its
-# standalone byte-for-byte run would differ there, so they skip with the
-# reason. The chapter itself runs (it says in one sentence what it skips).
+# install (PipelineDP declares Python < 3.14): its nbval cells would
+# differ there, so they skip with the reason. The chapter itself runs (it
+# says in one sentence what it skips).
 NEEDS = {"dp-at-scale": "pipeline_dp"}
 
 
@@ -57,18 +57,123 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=first_rank)  # stable: files keep their order otherwise
 
 
+# --- nbval runs each chapter as a reader would, and exactly ---
+# nbval starts a chapter's kernel in a folder of its own that holds only
+# the CSV files the chapter names (as a reader who downloads one chapter
+# has it), not in chapters/ beside ../data/. After nbval's own comparison
+# (text outputs, sanitized), every output of a checked cell must equal the
+# stored one exactly, figures (image/png) included: the stored notebook is
+# what running the chapter alone produces. One execution thus checks what
+# nbval checks and what a separate standalone run checked before.
+
+import copy  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
+import nbval.plugin as nbval_plugin  # noqa: E402
+
+DATA_DIR = ROOT / "data"
+
+
+def data_files_used_by(notebook: Path) -> list[Path]:
+    """The CSV files of data/ that a notebook names."""
+    text = notebook.read_text()
+    return [p for p in sorted(DATA_DIR.glob("*.csv")) if p.name in text]
+
+
+def setup_alone(self):
+    """nbval's setup, with the kernel alone in a folder with its data."""
+    self.alone_in = Path(tempfile.mkdtemp(prefix=f"{self.path.stem}-"))
+    for data_file in data_files_used_by(self.path):
+        shutil.copy(data_file, self.alone_in)
+    option = self.config.option
+    self.kernel = nbval_plugin.RunningKernel(
+        nbval_plugin.CURRENT_ENV_KERNEL_NAME
+        if option.nbval_current_env
+        else option.nbval_kernel_name
+        or self.nb.metadata.get("kernelspec", {}).get("name", "python"),
+        cwd=str(self.alone_in),
+        startup_timeout=option.nbval_kernel_startup_timeout,
+    )
+    self.setup_sanitize_files()
+
+
+def teardown_alone(self):
+    nbval_teardown(self)
+    shutil.rmtree(getattr(self, "alone_in", ""), ignore_errors=True)
+
+
+def comparable(outputs) -> list[dict]:
+    """Outputs as nbval sees them (streams merged), without the execution
+    count (a cell's number, not its output)."""
+    merged = nbval_plugin.coalesce_streams(copy.deepcopy(list(outputs)))
+    kept = []
+    for output in merged:
+        output = dict(output)
+        output.pop("execution_count", None)
+        for key in ("data", "metadata"):
+            if key in output:
+                output[key] = dict(output[key])
+        kept.append(output)
+    return kept
+
+
+def first_difference(now: list[dict], before: list[dict]) -> str:
+    """Where two output lists first differ, in words."""
+    if len(now) != len(before):
+        return f"{len(now)} outputs now, {len(before)} stored"
+    for number, (new, old) in enumerate(zip(now, before, strict=True)):
+        keys = sorted(
+            k for k in set(new) | set(old) if new.get(k) != old.get(k)
+        )
+        if keys:
+            mimes = sorted(
+                mime
+                for mime in set(new.get("data", {})) | set(old.get("data", {}))
+                if new.get("data", {}).get(mime)
+                != old.get("data", {}).get(mime)
+            )
+            return f"output {number}: {', '.join(keys + mimes)} differ"
+    return "no difference"
+
+
+def runtest_exactly(self):
+    """nbval's check, then every output compared exactly."""
+    stored = copy.deepcopy(self.cell.outputs)
+    nbval_runtest(self)
+    checked = self.options.get("check") and self.cell.execution_count
+    if not checked:
+        return  # nbval-ignore-output, or a cell never run
+    now, before = comparable(self.test_outputs), comparable(stored)
+    if now == before:
+        return
+    detail = first_difference(now, before)
+    raise AssertionError(
+        f"{self.name}: the output of a run alone beside its data is not "
+        f"the stored one ({detail}); run `make execute` on the chapter "
+        "and look at the change before storing it"
+    )
+
+
+# nbval offers no hook for either, so its methods are wrapped here.
+nbval_teardown = nbval_plugin.IPyNbFile.teardown
+nbval_runtest = nbval_plugin.IPyNbCell.runtest
+nbval_plugin.IPyNbFile.setup = setup_alone
+nbval_plugin.IPyNbFile.teardown = teardown_alone
+nbval_plugin.IPyNbCell.runtest = runtest_exactly
+
+
 # --- order ---
 # `make test` runs every layer in one pytest run, two files at a time
 # (pytest-xdist, --dist loadfile --no-loadscope-reorder: a file is a unit,
 # units are handed out in collection order). The long files go first, so
 # the two workers finish together instead of one idling at the end: the
 # HTML build (which the other book files then share, see html_build), the
-# PDF build, the reader's venvs and the standalone runs, the browser.
+# PDF build, the reader's venvs, the browser.
 FIRST = [
     "tests/book/test_build.py",
     "tests/book/test_pdf.py",
     "tests/book/test_reader_install.py",
-    "tests/book/test_execute.py",
     "tests/book/test_browser.py",
     "tests/book/test_editions.py",
 ]

@@ -1,7 +1,8 @@
 """A reader downloads one chapter without its data: it says clearly where to get it.
 
-(That a chapter runs alone beside its CSV is checked in test_execute.py,
-which runs each chapter that way and compares it with the stored notebook.)
+(That a chapter runs alone beside its CSV, and reproduces its stored outputs
+exactly, is checked by nbval: the root conftest.py runs each chapter's kernel
+in a folder holding only its data, see test_nbval_alone.py.)
 """
 
 import shutil

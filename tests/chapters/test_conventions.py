@@ -14,7 +14,7 @@ import re
 import nbformat
 import pytest
 
-from conftest import CHAPTERS_DIR, chapter_notebooks
+from conftest import CHAPTERS_DIR, ROOT, chapter_notebooks
 
 NOTEBOOKS = chapter_notebooks()
 MAX_LINE = 79
@@ -153,6 +153,37 @@ def test_no_volatile_metadata(path):
     assert "version" not in notebook.metadata.get("language_info", {})
     for cell in code_cells(path):
         assert "execution" not in cell.metadata
+
+
+def stored_by_make_execute():
+    """scripts/execute_notebooks.py, the one writer of stored outputs."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "execute_notebooks", ROOT / "scripts" / "execute_notebooks.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_stored_as_make_execute_writes_it(path):
+    """The file is byte for byte what `make execute` writes: cells run once
+    each, top to bottom, streams merged, no volatile metadata. (That its
+    outputs are what the code produces, run alone beside its data, is what
+    nbval checks, exactly; see the root conftest.py.)"""
+    execute = stored_by_make_execute()
+    notebook = nbformat.read(path, as_version=4)
+    counts = [c.execution_count for c in code_cells(path)]
+    assert counts == list(range(1, len(counts) + 1)), (
+        "the code cells were not run once each, top to bottom"
+    )
+    execute.coalesce_streams(notebook)
+    execute.normalize_metadata(notebook)
+    assert nbformat.writes(notebook) + "\n" == path.read_text(), (
+        "the file is not as make execute writes it"
+    )
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
