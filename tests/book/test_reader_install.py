@@ -14,6 +14,7 @@ included, is checked without installing, in test_reader_requirements.py.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -26,6 +27,7 @@ import yaml
 from conftest import (
     DATA_DIR,
     HTML_DIR,
+    PARALLEL_RUNS,
     ROOT,
     chapter_notebooks,
     run_parallel,
@@ -70,6 +72,7 @@ def data_files_used_by(notebook: Path) -> list[Path]:
 # resolves requirements.txt on every supported Python is checked without
 # installing, in test_reader_requirements.py.
 UV = Path(sys.executable).parent / "uv"
+RUN_IN_JUPYTER = Path(__file__).with_name("run_in_jupyter.py")
 UV_ENV = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"}
 
 
@@ -175,37 +178,60 @@ READER_ENV = {
 @pytest.fixture(scope="module")
 def reader_runs(request, reader_envs, html_build, tmp_path_factory):
     """Each selected chapter's download run in the reader's venv, in a folder
-    of its own with only its data; {notebook: completed process}."""
+    of its own with only its data; {notebook: error, None if it ran}."""
     # The file the book's download button offers, not the source notebook.
     assert html_build.returncode == 0
 
-    def run_download(notebook):
+    def copy_download(notebook) -> Path:
         folder = tmp_path_factory.mktemp(notebook.stem)
         shutil.copy(HTML_DIR / "_sources" / "chapters" / notebook.name, folder)
         for data_file in data_files_used_by(notebook):
             shutil.copy(data_file, folder)
-        return subprocess.run(
+        return folder / notebook.name
+
+    def run_batch(batch) -> dict:
+        """{notebook: error or None} for notebooks sharing one venv."""
+        venv, notebooks = batch
+        copies = {notebook: copy_download(notebook) for notebook in notebooks}
+        run = subprocess.run(
             [
-                str(reader_envs[notebook.stem] / "jupyter"),
-                "nbconvert",
-                "--to",
-                "notebook",
-                "--execute",
-                "--ExecutePreprocessor.timeout=300",
-                "--output",
-                "executed.ipynb",
-                notebook.name,
+                str(venv / "python"),
+                str(RUN_IN_JUPYTER),
+                *map(str, copies.values()),
             ],
-            cwd=folder,
             capture_output=True,
             text=True,
             env=READER_ENV,
         )
+        reported = {}
+        for line in run.stdout.splitlines():
+            if line.startswith("{"):
+                result = json.loads(line)
+                reported[result["notebook"]] = result["error"]
+        return {
+            notebook: reported.get(
+                str(copy),
+                f"not run (exit {run.returncode}):\n{run.stderr[-3000:]}",
+            )
+            for notebook, copy in copies.items()
+        }
 
-    return run_parallel(run_download, selected_params(request, "notebook"))
+    # The chapters of one venv run in one process, in PARALLEL_RUNS lanes.
+    by_venv: dict[Path, list[Path]] = {}
+    for notebook in selected_params(request, "notebook"):
+        by_venv.setdefault(reader_envs[notebook.stem], []).append(notebook)
+    batches = [
+        (venv, tuple(notebooks[lane::PARALLEL_RUNS]))
+        for venv, notebooks in by_venv.items()
+        for lane in range(min(PARALLEL_RUNS, len(notebooks)))
+    ]
+    errors = {}
+    for result in run_parallel(run_batch, batches).values():
+        errors.update(result)
+    return errors
 
 
 @pytest.mark.parametrize("notebook", chapter_notebooks(), ids=lambda p: p.stem)
 def test_downloaded_chapter_runs_in_plain_jupyter(reader_runs, notebook):
-    run = reader_runs[notebook]
-    assert run.returncode == 0, run.stderr[-3000:]
+    error = reader_runs[notebook]
+    assert error is None, error
