@@ -13,6 +13,22 @@
     : "_static/vega-figures/vega.min.js";
   var requested = false;
 
+  // Vega writes a slider's value beside it as the input gives it, which
+  // can carry float noise (0.8999999999999999): show it to the step's
+  // number of decimals instead.
+  function tidyLabel(input) {
+    var shown = input.nextElementSibling;
+    if (!shown || shown.tagName !== "SPAN") return;
+    var step = String(input.getAttribute("step") || "1");
+    var places = step.indexOf(".") < 0 ? 0 : step.length - step.indexOf(".") - 1;
+    var tidy = function () {
+      shown.textContent = Number(input.value).toFixed(places);
+    };
+    input.addEventListener("input", tidy);
+    input.addEventListener("change", tidy);
+    tidy();
+  }
+
   function draw() {
     window.bookVegaViews = window.bookVegaViews || {};
     document.querySelectorAll("figure.vega-figure").forEach(function (figure) {
@@ -27,6 +43,7 @@
         actions: false,
       }).then(function (result) {
         window.bookVegaViews[figure.id] = result.view;
+        figure.querySelectorAll("input[type='range']").forEach(tidyLabel);
         figure.classList.add("vega-figure-ready");
       });
     });

@@ -1217,117 +1217,275 @@ def test_figures_are_the_notebooks_pixel_for_pixel(site):
 
 
 # --------------------------------------------------------------------------------------
-# Interactive figures (_ext/vega_figures.py): the Laplace dial of the DP chapter
+# Interactive figures (_ext/vega_figures.py): every dial of the book, one registry
 # --------------------------------------------------------------------------------------
+# A dial is one <figure class="vega-figure"> on a page. Its entry names its sliders
+# (Vega signal -> the label a reader sees), the fields of the data rows it shows,
+# and `expected(values)`: the rows the chapter's Python gives at those slider values
+# (a closed form recomputed here, or the grid the chapter stored). The test moves
+# every slider with the keyboard and compares what the Vega view holds with it.
 
-DIAL_PAGE = "chapters/differential-privacy"
-DIAL_LABEL = "privacy parameter ε"
-# What the figure shows now: epsilon, the rows of the densities' data and
-# the text of the chart's annotation.
-DIAL_STATE = r"""() => {
-  const views = Object.values(window.bookVegaViews || {});
-  if (views.length !== 1) return {views: views.length};
-  const view = views[0];
-  const rows = [];
+
+@dataclass(frozen=True)
+class Dial:
+    page: str
+    sliders: dict
+    fields: tuple
+    expected: object  # (values: dict) -> list of row dicts (the fields)
+    texts: object = None  # (values: dict) -> strings the chart must show
+    index: int = 0  # which figure of the page
+
+
+def _laplace_rows(values):
+    import numpy as np  # noqa: PLC0415
+    from scipy import stats  # noqa: PLC0415
+
+    epsilon = values["epsilon"]
+    outputs = np.round(np.arange(-8, 7.01, 0.1), 1)
+    on_d = stats.laplace.pdf(outputs, loc=0, scale=1 / epsilon)
+    on_neighbour = stats.laplace.pdf(outputs, loc=-1, scale=1 / epsilon)
+    return [
+        {"output": x, "D": a, "neighbour": b, "log_ratio": np.log(a / b)}
+        for x, a, b in zip(outputs, on_d, on_neighbour, strict=True)
+    ]
+
+
+def _laplace_texts(values):
+    import numpy as np  # noqa: PLC0415
+
+    epsilon = values["epsilon"]
+    return [
+        f"density ratio between {np.exp(-epsilon):.2f}"
+        f" and {np.exp(epsilon):.2f}"
+    ]
+
+
+def _rr_posterior(prior, epsilon):
+    """Bayes' rule for one randomized-response answer, truth probability p."""
+    import numpy as np  # noqa: PLC0415
+
+    p = np.tanh(epsilon / 2)
+    yes_if_yes, yes_if_no = (1 + p) / 2, (1 - p) / 2
+    after_yes = (
+        prior * yes_if_yes / (prior * yes_if_yes + (1 - prior) * yes_if_no)
+    )
+    after_no = (
+        prior
+        * (1 - yes_if_yes)
+        / (prior * (1 - yes_if_yes) + (1 - prior) * (1 - yes_if_no))
+    )
+    return after_yes, after_no
+
+
+def _rr_rows(values):
+    import numpy as np  # noqa: PLC0415
+
+    priors = np.round(np.arange(0.005, 1, 0.005), 3)
+    after_yes, after_no = _rr_posterior(priors, values["epsilon"])
+    return [
+        {"prior": q, "after_yes": y, "after_no": n}
+        for q, y, n in zip(priors, after_yes, after_no, strict=True)
+    ]
+
+
+def _rr_texts(values):
+    prior = values["prior"]
+    after_yes, after_no = _rr_posterior(prior, values["epsilon"])
+    return [
+        f"prior {prior:.0%}: a yes moves it to {after_yes:.0%},"
+        f" a no to {after_no:.0%}"
+    ]
+
+
+def _stored_grid(chapter: str) -> list:
+    """The data rows of the one Vega-Lite output the chapter stored."""
+    spec = next(
+        output["data"]["application/vnd.vegalite.v5+json"]
+        for cell in json.loads(
+            (ROOT / "chapters" / f"{chapter}.ipynb").read_text("utf-8")
+        )["cells"]
+        for output in cell.get("outputs", [])
+        if "application/vnd.vegalite.v5+json" in output.get("data", {})
+    )
+    return max(spec["datasets"].values(), key=len)
+
+
+def _composition_rows(values):
+    return [
+        row
+        for row in _stored_grid("composition")
+        if abs(row["epsilon"] - values["epsilon"]) < 1e-9
+    ]
+
+
+def _composition_texts(values):
+    (row, *_) = _composition_rows(values)
+
+    def first(k):
+        return f"{k:,}" if k else "never"
+
+    return [
+        f"below k ε from k = {first(row['advanced_from'])} (advanced),"
+        f" {first(row['kov_from'])} (Kairouz et al.)"
+    ]
+
+
+DIALS = [
+    Dial(
+        "chapters/differential-privacy",
+        {"epsilon": "privacy parameter ε"},
+        ("output", "D", "neighbour", "log_ratio"),
+        _laplace_rows,
+        _laplace_texts,
+    ),
+    Dial(
+        "chapters/randomized-response",
+        {"prior": "attacker's prior", "epsilon": "privacy parameter ε"},
+        ("prior", "after_yes", "after_no"),
+        _rr_rows,
+        _rr_texts,
+    ),
+    Dial(
+        "chapters/composition",
+        {"epsilon": "ε of each release"},
+        ("epsilon", "k", "basic", "advanced", "kov"),
+        _composition_rows,
+        _composition_texts,
+    ),
+]
+DIAL_PAGE = DIALS[0].page
+NO_DIAL_PAGE = "chapters/k-anonymity"
+
+# What figure number `index` shows now: its signals, the rows of each dataset
+# that carry every one of `fields`, its texts and its size.
+DIAL_STATE = r"""([index, signals, fields]) => {
+  const figure = document.querySelectorAll('figure.vega-figure')[index];
+  const view = (window.bookVegaViews || {})[figure.id];
+  if (!view || view === 'drawing') return {ready: false};
+  const datasets = [];
   const walk = state => {
     for (const name of Object.keys(state.data || {})) {
       let values;
       try { values = view.data(name); } catch (error) { continue; }
-      for (const row of values || []) {
-        if ('log_ratio' in row && 'D' in row && 'neighbour' in row) {
-          rows.push({output: row.output, D: row.D, neighbour: row.neighbour,
-                     log_ratio: row.log_ratio});
-        }
-      }
+      const rows = (values || []).filter(r => fields.every(f => f in r))
+        .map(r => Object.fromEntries(fields.map(f => [f, r[f]])));
+      if (rows.length) datasets.push(rows);
     }
     for (const sub of Object.values(state.subcontext || {})) walk(sub);
   };
   walk(view.getState({data: () => true, signals: () => false, recurse: true}));
-  const figure = document.querySelector('figure.vega-figure');
   const svg = figure.querySelector('svg');
-  return {views: 1, epsilon: view.signal('epsilon'), rows,
+  const labelled = figure.querySelector('[aria-label]');
+  return {ready: true,
+          values: Object.fromEntries(signals.map(s => [s, view.signal(s)])),
+          datasets,
           texts: [...figure.querySelectorAll('svg text')].map(t => t.textContent),
+          shown: [...figure.querySelectorAll("input[type='range']")].map(
+            i => [i.getAttribute('step'), i.nextElementSibling.textContent]),
+          figureCount: document.querySelectorAll('figure.vega-figure').length,
           svgWidth: svg ? svg.getBoundingClientRect().width : 0,
           pageWidth: document.documentElement.clientWidth,
-          label: figure.querySelector('[aria-label]') ? figure.querySelector('[aria-label]').getAttribute('aria-label') : null,
+          label: labelled ? labelled.getAttribute('aria-label') : null,
           caption: figure.querySelector('figcaption').textContent.trim()};
 }"""
 
 
-def _expected_dial(epsilon: float, outputs) -> dict:
-    """The Laplace densities of the chapter's count (scipy, not the page's code)."""
-    import numpy as np  # noqa: PLC0415
-    from scipy import stats  # noqa: PLC0415
-
-    outputs = np.asarray(outputs, dtype=float)
-    on_d = stats.laplace.pdf(outputs, loc=0, scale=1 / epsilon)
-    on_neighbour = stats.laplace.pdf(outputs, loc=-1, scale=1 / epsilon)
-    return {
-        "D": on_d,
-        "neighbour": on_neighbour,
-        "log_ratio": np.log(on_d / on_neighbour),
-        "text": f"density ratio between {np.exp(-epsilon):.2f}"
-        f" and {np.exp(epsilon):.2f}",
-    }
-
-
-def _check_dial(state: dict, epsilon: float) -> None:
+def _same_rows(shown: list, expected: list, fields: tuple) -> bool:
+    """Equal as sets of rows (a fold repeats rows), to 1e-9 relative."""
     import numpy as np  # noqa: PLC0415
 
-    assert state["views"] == 1, state
-    assert state["epsilon"] == pytest.approx(epsilon), state["epsilon"]
-    rows = state["rows"]
-    # The data of both panels (each evaluates the same closed form).
-    assert len(rows) >= 150, f"{len(rows)} rows of the densities' data"
-    outputs = [row["output"] for row in rows]
-    expected = _expected_dial(epsilon, outputs)
-    for key in ("D", "neighbour", "log_ratio"):
-        shown = np.array([row[key] for row in rows])
-        assert np.allclose(shown, expected[key], rtol=1e-9, atol=1e-12), (
-            f"epsilon={epsilon}: {key} differs from the Laplace density"
-        )
-    log_ratio = np.array([row["log_ratio"] for row in rows])
-    assert np.abs(log_ratio).max() == pytest.approx(epsilon)
-    assert expected["text"] in state["texts"], state["texts"]
+    def table(rows):
+        unique = {tuple(float(row[f]) for f in fields) for row in rows}
+        return np.array(sorted(unique))
+
+    a, b = table(shown), table(expected)
+    return a.shape == b.shape and np.allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def _check_dial(dial: Dial, state: dict, values: dict) -> None:
+    assert state["ready"], state
+    for name, value in values.items():
+        assert state["values"][name] == pytest.approx(value), state["values"]
+    expected = dial.expected(values)
+    assert expected, f"{dial.page}: nothing expected at {values}"
+    assert any(
+        _same_rows(rows, expected, dial.fields) for rows in state["datasets"]
+    ), f"{dial.page} at {values}: no data of the figure equals the chapter's"
+    for text in dial.texts(values) if dial.texts else []:
+        assert text in state["texts"], (text, state["texts"])
+    for step, shown in state["shown"]:
+        places = len(step.split(".")[1]) if "." in step else 0
+        assert shown == f"{float(shown):.{places}f}", (step, shown)
 
 
 @pytest.mark.parametrize("width", [1280, PHONE["width"]])
-def test_dial_moves_with_its_slider(site, browser, width):
-    """The slider, found by its label, moves epsilon with the arrow keys;
-    what the figure shows is the Laplace density at each epsilon."""
-    recorder = Visit(DIAL_PAGE)
+@pytest.mark.parametrize(
+    "dial", DIALS, ids=[f"{d.page.split('/')[-1]}-{d.index}" for d in DIALS]
+)
+def test_dial_moves_with_its_sliders(site, browser, dial, width):
+    """Each slider, found by its label, moves with the arrow keys; at every
+    position what the figure shows is what the chapter's Python gives."""
+    recorder = Visit(dial.page)
     context = new_context(browser, site, recorder)
+    signals, fields = list(dial.sliders), list(dial.fields)
     try:
         tab = context.new_page()
         tab.set_viewport_size({"width": width, "height": 900})
         watch(tab, recorder, site)
-        tab.goto(site + quote(f"{DIAL_PAGE}.html"), wait_until="load")
+        tab.goto(site + quote(f"{dial.page}.html"), wait_until="load")
+        figure = tab.locator("figure.vega-figure").nth(dial.index)
         # The runtime is fetched when the figure comes near the screen.
-        tab.locator("figure.vega-figure").scroll_into_view_if_needed()
-        tab.wait_for_selector("figure.vega-figure-ready svg")
-        slider = tab.get_by_label(DIAL_LABEL)
-        assert slider.get_attribute("type") == "range"
-        start = float(slider.input_value())
-        _check_dial(tab.evaluate(DIAL_STATE), start)
-        positions = []
-        for key, presses in (("ArrowRight", 5), ("ArrowLeft", 3)):
-            slider.focus()
-            for _ in range(presses):
-                slider.press(key)
-            tab.wait_for_timeout(200)
-            value = float(slider.input_value())
-            state = tab.evaluate(DIAL_STATE)
-            _check_dial(state, value)
-            positions.append(value)
-        assert len({start, *positions}) == 3, (start, positions)
+        figure.scroll_into_view_if_needed()
+        figure.locator("svg").wait_for()
+        tab.wait_for_function(
+            "i => document.querySelectorAll('figure.vega-figure')[i]"
+            ".classList.contains('vega-figure-ready')",
+            arg=dial.index,
+        )
+        sliders = {
+            s: figure.get_by_role("slider", name=dial.sliders[s])
+            for s in signals
+        }
+        values = {s: float(sliders[s].input_value()) for s in signals}
+        state = tab.evaluate(DIAL_STATE, [dial.index, signals, fields])
+        _check_dial(dial, state, values)
+        for signal, slider in sliders.items():
+            assert slider.get_attribute("type") == "range"
+            seen = {values[signal]}
+            for key, presses in (("ArrowRight", 5), ("ArrowLeft", 3)):
+                slider.focus()
+                for _ in range(presses):
+                    slider.press(key)
+                tab.wait_for_timeout(200)
+                values[signal] = float(slider.input_value())
+                seen.add(values[signal])
+                state = tab.evaluate(DIAL_STATE, [dial.index, signals, fields])
+                _check_dial(dial, state, values)
+            assert len(seen) == 3, (signal, seen)
         assert state["label"], "the chart has no text alternative"
-        assert "slider" in state["caption"], state["caption"]
+        assert "slider" in state["caption"].lower(), state["caption"]
         assert state["svgWidth"] <= state["pageWidth"], state
     finally:
         context.close()
     assert not recorder.external_requests, recorder.external_requests
     assert not recorder.page_errors, recorder.page_errors
     assert not recorder.console_errors, recorder.console_errors
+
+
+def test_every_dial_is_in_the_registry(site):
+    """A page's interactive figures are exactly the registry's: a new dial
+    cannot go untested."""
+    found = {}
+    for path in sorted((HTML_DIR / "chapters").glob("*.html")):
+        count = path.read_text("utf-8").count('<figure class="vega-figure"')
+        if count:
+            found[f"chapters/{path.stem}"] = count
+    registered = {}
+    for dial in DIALS:
+        registered[dial.page] = max(
+            registered.get(dial.page, 0), dial.index + 1
+        )
+    assert found == registered, (found, registered)
 
 
 def test_dial_scripts_load_only_where_there_is_a_figure(site, browser):
@@ -1343,7 +1501,7 @@ def test_dial_scripts_load_only_where_there_is_a_figure(site, browser):
     try:
         tab = context.new_page()
         tab.set_viewport_size({"width": 1280, "height": 900})
-        for page in (DIAL_PAGE, "chapters/randomized-response", INTRO):
+        for page in (DIAL_PAGE, NO_DIAL_PAGE, INTRO):
             tab.goto(site + quote(f"{page}.html"), wait_until="load")
             tab.wait_for_timeout(300)
             loaded[page] = tab.evaluate(fetched)
@@ -1357,6 +1515,6 @@ def test_dial_scripts_load_only_where_there_is_a_figure(site, browser):
         "draw.js"
     ], loaded
     assert len(loaded["after scrolling"]) == 2, loaded
-    assert not loaded["chapters/randomized-response"], loaded
+    assert not loaded[NO_DIAL_PAGE], loaded
     assert not loaded[INTRO], loaded
     assert not recorder.external_requests, recorder.external_requests

@@ -848,3 +848,88 @@ def test_size_rule_is_stated_once_and_linked_from_the_practice_chapter(tb):
     )
     assert "{ref}`comp-sec-public-size`" in practice_text
     assert "the exact number of\npeople is itself private" not in practice_text
+
+
+# --- the interactive composition figure (a Vega-Lite 5 specification) -------------
+
+
+def _stored_dial():
+    import nbformat  # noqa: PLC0415
+
+    from conftest import CHAPTERS_DIR  # noqa: PLC0415
+
+    cells = nbformat.read(CHAPTERS_DIR / "composition.ipynb", as_version=4)
+    (data,) = [
+        output["data"]
+        for cell in cells.cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if "application/vnd.vegalite.v5+json" in output.get("data", {})
+    ]
+    return data
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "composition_dial(bounds_grid, 0.12, 0.05)",  # start not in the grid
+        "composition_dial(bounds_grid, 0.1, 0.1)",  # wrong spacing
+        "composition_grid([0.1], dial_ks, 0)",  # delta' 0
+        "composition_grid([0.0], dial_ks, 1e-6)",  # epsilon 0
+        "composition_grid([0.1], np.array([0, 5]), 1e-6)",  # k = 0
+    ],
+)
+def test_composition_dial_rejects_bad_inputs(tb, call):
+    value_error_message(tb, call)
+
+
+def test_stored_composition_grid_is_the_chapters_bounds(tb):
+    """The grid the page shows equals the chapter's bound functions and its
+    crossing search at every epsilon, and starts at epsilon_per_query."""
+    import numpy as np  # noqa: PLC0415
+    import vl_convert  # noqa: PLC0415
+
+    data = _stored_dial()
+    spec = data["application/vnd.vegalite.v5+json"]
+    assert data["text/plain"] == spec["description"]
+    (param,) = spec["params"]
+    assert param["value"] == tb.value("epsilon_per_query")
+    assert param["bind"]["min"] == tb.value("float(dial_epsilons[0])")
+    assert param["bind"]["max"] == tb.value("float(dial_epsilons[-1])")
+    rows = max(spec["datasets"].values(), key=len)
+    epsilons = sorted({row["epsilon"] for row in rows})
+    assert len(rows) == len(epsilons) * len(tb.value("dial_ks.tolist()"))
+    for eps in epsilons:
+        mine = [row for row in rows if row["epsilon"] == eps]
+        k = np.array([row["k"] for row in mine])
+        tb.inject(f"_k = np.array({k.tolist()}); _e = {eps!r}")
+        advanced = tb.value(
+            "advanced_composition_epsilon(_e, _k, delta_prime).tolist()"
+        )
+        kov = tb.value(
+            "kairouz_composition_epsilon(_e, _k, delta_prime).tolist()"
+        )
+        assert np.allclose([r["advanced"] for r in mine], advanced, rtol=1e-12)
+        assert np.allclose([r["kov"] for r in mine], kov, rtol=1e-12)
+        assert np.allclose([r["basic"] for r in mine], k * eps, rtol=1e-12)
+        wins = tb.value("first_k_advanced_wins(_e, delta_prime) or 0")
+        assert {r["advanced_from"] for r in mine} == {wins}
+    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
+    assert "epsilon" in {s["name"] for s in vega["signals"]}
+
+
+def test_kov_crossing_in_the_grid_matches_the_formula(tb):
+    """kov_from is the first k where the Kairouz et al. bound beats k * eps,
+    which the chapter's formula ln(1/delta') (e^eps + 1)^2 / 2 predicts."""
+    import math  # noqa: PLC0415
+
+    rows = max(
+        _stored_dial()["application/vnd.vegalite.v5+json"][
+            "datasets"
+        ].values(),
+        key=len,
+    )
+    delta_prime = tb.value("delta_prime")
+    for row in rows:
+        bound = math.log(1 / delta_prime) * (math.exp(row["epsilon"]) + 1) ** 2
+        assert row["kov_from"] == math.floor(bound / 2) + 1

@@ -653,3 +653,75 @@ def test_spelling_follows_the_ize_rule():
         "compromised",
     }
     assert not [w for w in words if w.lower() not in allowed]
+
+
+# --- the interactive posterior figure (a Vega-Lite 5 specification) ---------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "0, 1.0, (0.01, 0.99), (0.1, 5.0)",  # prior 0
+        "0.5, 1.0, (0.6, 0.99), (0.1, 5.0)",  # prior outside its slider
+        "0.1, 6.0, (0.01, 0.99), (0.1, 5.0)",  # epsilon above its slider
+        "0.1, 1.0, (0.01, 0.99), (0.0, 5.0)",  # epsilon range from 0
+        "0.1, 1.0, (0.01, 0.99), (0.1, 5.0), 0",  # step 0
+    ],
+)
+def test_posterior_dial_rejects_bad_inputs(tb, args):
+    value_error_message(tb, f"posterior_dial({args})")
+
+
+def test_stored_posterior_dial_compiles_and_starts_at_the_hunch(tb):
+    """The stored Vega-Lite 5 spec compiles; its two sliders start at the
+    chapter's 10% prior and epsilon 1, inside their glued ranges; the
+    description is the text fallback."""
+    import nbformat  # noqa: PLC0415
+    import vl_convert  # noqa: PLC0415
+
+    from conftest import CHAPTERS_DIR  # noqa: PLC0415
+
+    cells = nbformat.read(
+        CHAPTERS_DIR / "randomized-response.ipynb", as_version=4
+    ).cells
+    (data,) = [
+        output["data"]
+        for cell in cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if "application/vnd.vegalite.v5+json" in output.get("data", {})
+    ]
+    spec = data["application/vnd.vegalite.v5+json"]
+    assert data["text/plain"] == spec["description"]
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["prior"]["value"] == 0.1
+    assert params["epsilon"]["value"] == 1.0
+    assert params["epsilon"]["bind"]["min"] == tb.value(
+        "dial_epsilon_range[0]"
+    )
+    assert params["epsilon"]["bind"]["max"] == tb.value(
+        "dial_epsilon_range[1]"
+    )
+    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
+    assert {"prior", "epsilon"} <= {s["name"] for s in vega["signals"]}
+
+
+def test_posterior_dial_curve_is_the_posterior_bound(tb):
+    """The chart's 'after a yes' is posterior_bounds' highest posterior:
+    a randomized-response answer reaches the bound. Evaluated here with
+    the chart's own expression (Vega's syntax is also Python's for it)."""
+    tb.inject(
+        """
+        _spec = posterior_dial(0.1, 1.0, (0.01, 0.99), (0.1, 5.0)).to_dict()
+        _first = _spec["layer"][0]["transform"][0]
+        assert _first["as"] == "after_yes"
+        _calc = _first["calculate"]
+        _q = np.array([0.05, 0.3, 0.8])
+        _shown = eval(
+            _calc.replace("datum.prior", "_q").replace("exp", "np.exp")
+            .replace("epsilon", "2.0"),
+        )
+        _low, _high = posterior_bounds(_q, 2.0)
+        """
+    )
+    assert tb.value("np.allclose(_shown, _high, rtol=1e-12)")
