@@ -1289,11 +1289,16 @@ def _rr_rows(values):
 
 
 def _rr_texts(values):
+    def percent(belief):  # a belief is never 0% or 100%
+        if belief < 0.01:
+            return "under 1%"
+        return "over 99%" if belief > 0.99 else f"{belief:.0%}"
+
     prior = values["prior"]
     after_yes, after_no = _rr_posterior(prior, values["epsilon"])
     return [
-        f"prior {prior:.0%}: a yes moves it to {after_yes:.0%},"
-        f" a no to {after_no:.0%}"
+        f"prior {prior:.0%}: a yes moves it to {percent(after_yes)},"
+        f" a no to {percent(after_no)}"
     ]
 
 

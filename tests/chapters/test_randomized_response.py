@@ -713,15 +713,37 @@ def test_posterior_dial_curve_is_the_posterior_bound(tb):
     tb.inject(
         """
         _spec = posterior_dial(0.1, 1.0, (0.01, 0.99), (0.1, 5.0)).to_dict()
-        _first = _spec["layer"][0]["transform"][0]
-        assert _first["as"] == "after_yes"
-        _calc = _first["calculate"]
+        _yes, _no = _spec["layer"][0]["transform"][:2]
+        assert (_yes["as"], _no["as"]) == ("after_yes", "after_no")
         _q = np.array([0.05, 0.3, 0.8])
-        _shown = eval(
-            _calc.replace("datum.prior", "_q").replace("exp", "np.exp")
-            .replace("epsilon", "2.0"),
+        _shown_yes, _shown_no = (
+            eval(
+                _t["calculate"].replace("datum.prior", "_q")
+                .replace("exp", "np.exp").replace("epsilon", "2.0"),
+            )
+            for _t in (_yes, _no)
         )
         _low, _high = posterior_bounds(_q, 2.0)
         """
     )
-    assert tb.value("np.allclose(_shown, _high, rtol=1e-12)")
+    assert tb.value("np.allclose(_shown_yes, _high, rtol=1e-12)")
+    assert tb.value("np.allclose(_shown_no, _low, rtol=1e-12)")
+
+
+def test_posterior_dial_label_never_rounds_a_belief_to_certainty(tb):
+    """At epsilon 5 a no takes a 10% prior to 0.07%: the line above the
+    chart must say 'under 1%', not '0%' (nor '100%' at the other end)."""
+    import vl_convert  # noqa: PLC0415
+
+    spec = tb.value(
+        "posterior_dial(0.1, 5.0, (0.01, 0.99), (0.1, 5.0)).to_dict()"
+    )
+    spec["$schema"] = "https://vega.github.io/schema/vega-lite/v5.json"
+    svg = vl_convert.vegalite_to_svg(spec, vl_version="5.21")
+    assert "prior 10%: a yes moves it to 94%, a no to under 1%" in svg
+    spec = tb.value(
+        "posterior_dial(0.9, 5.0, (0.01, 0.99), (0.1, 5.0)).to_dict()"
+    )
+    spec["$schema"] = "https://vega.github.io/schema/vega-lite/v5.json"
+    svg = vl_convert.vegalite_to_svg(spec, vl_version="5.21")
+    assert "prior 90%: a yes moves it to over 99%, a no to 6%" in svg
