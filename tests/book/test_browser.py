@@ -1316,23 +1316,43 @@ def _stored_grid(chapter: str) -> list:
 
 
 def _composition_rows(values):
-    return [
-        row
-        for row in _stored_grid("composition")
-        if abs(row["epsilon"] - values["epsilon"]) < 1e-9
-    ]
+    """The three bounds at the slider's epsilon, recomputed from their closed
+    forms (delta' = 1e-6) on the k values the chapter stored."""
+    import math  # noqa: PLC0415
+
+    log_term = math.log(1 / 1e-6)
+    rows = []
+    for row in _stored_grid("composition"):
+        eps, k = row["epsilon"], row["k"]
+        if abs(eps - values["epsilon"]) > 1e-9:
+            continue
+        spread = math.sqrt(2 * k * log_term) * eps
+        rows.append(
+            {
+                "epsilon": eps,
+                "k": k,
+                "basic": k * eps,
+                "advanced": spread + k * eps * (math.exp(eps) - 1),
+                "kov": spread + k * eps * math.tanh(eps / 2),
+            }
+        )
+    return rows
 
 
 def _composition_texts(values):
-    (row, *_) = _composition_rows(values)
+    """First k where each bound beats k * eps: k > 2 ln(1/delta') /
+    (2 - e^eps)^2 (advanced, never from eps = ln 2 on) and
+    k > ln(1/delta') (e^eps + 1)^2 / 2 (Kairouz et al.)."""
+    import math  # noqa: PLC0415
 
-    def first(k):
-        return f"{k:,}" if k else "never"
-
-    return [
-        f"below k ε from k = {first(row['advanced_from'])} (advanced),"
-        f" {first(row['kov_from'])} (Kairouz et al.)"
-    ]
+    eps, log_term = _composition_rows(values)[0]["epsilon"], math.log(1e6)
+    advanced = (
+        f"from k = {math.floor(2 * log_term / (2 - math.exp(eps)) ** 2) + 1:,}"
+        if eps < math.log(2)
+        else "never"
+    )
+    kov = math.floor(log_term * (math.exp(eps) + 1) ** 2 / 2) + 1
+    return [f"below k ε: advanced {advanced}, Kairouz et al. from k = {kov:,}"]
 
 
 DIALS = [

@@ -918,9 +918,11 @@ def test_stored_composition_grid_is_the_chapters_bounds(tb):
     assert "epsilon" in {s["name"] for s in vega["signals"]}
 
 
-def test_kov_crossing_in_the_grid_matches_the_formula(tb):
-    """kov_from is the first k where the Kairouz et al. bound beats k * eps,
-    which the chapter's formula ln(1/delta') (e^eps + 1)^2 / 2 predicts."""
+def test_crossings_in_the_grid_match_the_closed_forms(tb):
+    """kov_from is the first k above ln(1/delta') (e^eps + 1)^2 / 2, and
+    advanced_from the first k above 2 ln(1/delta') / (2 - e^eps)^2 below
+    eps = ln 2 and 0 ('never') from there on: exactly the epsilons of the
+    grid above ln 2 say never."""
     import math  # noqa: PLC0415
 
     rows = max(
@@ -929,7 +931,17 @@ def test_kov_crossing_in_the_grid_matches_the_formula(tb):
         ].values(),
         key=len,
     )
-    delta_prime = tb.value("delta_prime")
+    log_term = math.log(1 / tb.value("delta_prime"))
     for row in rows:
-        bound = math.log(1 / delta_prime) * (math.exp(row["epsilon"]) + 1) ** 2
+        eps = row["epsilon"]
+        bound = log_term * (math.exp(eps) + 1) ** 2
         assert row["kov_from"] == math.floor(bound / 2) + 1
+        if eps < math.log(2):
+            bound = 2 * log_term / (2 - math.exp(eps)) ** 2
+            assert row["advanced_from"] == math.floor(bound) + 1
+        else:
+            assert row["advanced_from"] == 0
+    never = sorted(
+        {row["epsilon"] for row in rows if not row["advanced_from"]}
+    )
+    assert never == [0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]
