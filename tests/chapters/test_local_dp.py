@@ -40,8 +40,11 @@ def test_too_little_randomness_is_caught(tb):
 @pytest.mark.parametrize("name", ORACLES)
 def test_estimator_is_unbiased_and_variance_matches_formula(tb, name):
     """Mean over seeded runs within 4 standard errors of the truth, and the
-    empirical variance within 25% of the exact formula."""
+    empirical variance close to the exact formula: within 25% for the
+    per-device oracles (300 runs), within 10% for the others (2,000 runs),
+    tight enough to catch a formula without the term in c_v."""
     runs = 300 if name in ("OLH", "HR") else 2_000
+    tolerance = 0.25 if runs == 300 else 0.10
     tb.inject(
         f"""
         _rng = np.random.default_rng(11)
@@ -57,7 +60,7 @@ def test_estimator_is_unbiased_and_variance_matches_formula(tb, name):
     z = (est.mean(axis=0) - counts) / np.sqrt(var / runs)
     assert np.all(np.abs(z) < 4.0), z
     ratio = est.var(axis=0, ddof=1) / var
-    assert np.all(np.abs(ratio - 1) < 0.25), ratio
+    assert np.all(np.abs(ratio - 1) < tolerance), ratio
 
 
 def test_variance_term_in_the_true_count_matters_for_grr(tb):
@@ -93,7 +96,31 @@ def test_commonest_occupation_term_share(tb):
     assert simplified / (1 + simplified) == pytest.approx(exact)
 
 
-def test_oue_and_olh_simplified_variance_is_4e_over_e_minus_1_squared(tb):
+@pytest.mark.parametrize(
+    ("name", "epsilon", "sign"),
+    [
+        ("GRR", 1.0, 1),
+        ("OUE", 1.0, 1),
+        ("OLH", 1.0, 1),
+        ("SUE", 1.0, 0),
+        ("HR", 1.0, -1),
+        ("OLH", 0.3, -1),  # g = 2
+    ],
+)
+def test_sign_of_the_term_in_the_true_count(tb, name, epsilon, sign):
+    """The chapter's claim: the c_v term is positive for GRR (d > 2), OUE
+    and OLH with g >= 3, zero for SUE, negative for HR and OLH with g = 2."""
+    common, rare = tb.value(
+        f"oracle_variance({name!r}, np.array([5_000, 0, 10, 10, 10]),"
+        f" {epsilon})[:2].tolist()"
+    )
+    if sign == 0:
+        assert common == pytest.approx(rare)
+    else:
+        assert np.sign(common - rare) == sign
+
+
+def test_oue_and_hr_simplified_variances_match_closed_forms(tb):
     for eps in (0.5, 1.0, 3.0):
         tb.inject(f"_c = np.array([0, 100, 100])\n_e = {eps}")
         oue = tb.value("float(oracle_variance('OUE', _c, _e)[0])") / 200
@@ -241,3 +268,13 @@ def test_dial_closed_forms_agree_with_oracle_variance(tb, name):
             tb.inject(f"_c = np.zeros({d}, dtype=int)\n_c[1] = 1000")
             book = tb.value(f"float(oracle_variance({name!r}, _c, {eps})[0])")
             assert chart == pytest.approx(book / 1000), (eps, d)
+
+
+def test_sketch_error_matches_the_formula_with_heavy_collisions(tb):
+    """The count-mean sketch's measured error sits near the formula that
+    counts collisions with common words; n/m alone falls clearly short."""
+    measured = tb.value("float(errors.std())")
+    formula = tb.value("float(cms_sd)")
+    naive = tb.value("math.sqrt(flips_var + N_DEVICES / CMS_M)")
+    assert measured == pytest.approx(formula, rel=0.15)
+    assert measured > 1.15 * naive
