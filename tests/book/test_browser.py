@@ -1355,6 +1355,29 @@ def _composition_texts(values):
     return [f"below k ε: advanced {advanced}, Kairouz et al. from k = {kov:,}"]
 
 
+def _oracle_rows(values):
+    """The standard deviation of a rare value's count (true count near 0)
+    among the book's n = 32,561 people: n q (1 - q) / (p - q)^2 with each
+    oracle's (p, q), and the central Lap(2 / eps) for replace-one."""
+    import numpy as np  # noqa: PLC0415
+
+    n, e = 32_561, np.exp(values["epsilon"])
+    rows = []
+    for d in np.unique(np.round(np.geomspace(2, 1_000, 40))).astype(int):
+        g = max(2, int(np.floor(e + 1 + 0.5)))  # Vega's round: half up
+        p_q = {
+            "GRR": (e / (e + d - 1), 1 / (e + d - 1)),
+            "SUE": (np.sqrt(e) / (np.sqrt(e) + 1), 1 / (np.sqrt(e) + 1)),
+            "OUE": (0.5, 1 / (e + 1)),
+            "OLH": (e / (e + g - 1), 1 / g),
+            "HR": (e / (e + 1), 0.5),
+        }
+        for p, q in p_q.values():
+            rows.append({"d": d, "sd": np.sqrt(n * q * (1 - q)) / (p - q)})
+        rows.append({"d": d, "sd": np.sqrt(8) / values["epsilon"]})
+    return rows
+
+
 DIALS = [
     Dial(
         "chapters/differential-privacy",
@@ -1376,6 +1399,12 @@ DIALS = [
         ("epsilon", "k", "basic", "advanced", "kov"),
         _composition_rows,
         _composition_texts,
+    ),
+    Dial(
+        "chapters/local-dp",
+        {"epsilon": "privacy parameter ε"},
+        ("d", "sd"),
+        _oracle_rows,
     ),
 ]
 DIAL_PAGE = DIALS[0].page
