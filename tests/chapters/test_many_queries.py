@@ -166,6 +166,32 @@ def test_mwem_returns_a_distribution_of_the_noisy_size(mq):
     )
 
 
+def test_mwem_learns_the_marginals_when_the_budget_is_large(mq):
+    # With little noise, twenty rounds must move the synthetic counts far
+    # from the uniform start towards the true marginals; a wrong sign or
+    # a wrong update in the multiplicative weights would not.
+    mq.inject(
+        "_s = mwem(full_counts, MARGINALS, 100.0, 20, "
+        "np.random.default_rng(6))\n"
+        "_u = np.full(len(full_counts), full_counts.sum() / len(full_counts))"
+        "\n_err = np.abs(MARGINALS @ _s - marg_truth).mean()\n"
+        "_err0 = np.abs(MARGINALS @ _u - marg_truth).mean()"
+    )
+    assert mq.value("_err < 0.5 * _err0")
+
+
+def test_rounding_keeps_the_sums_and_moves_each_cell_by_less_than_one(mq):
+    mq.inject(
+        "_r = np.random.default_rng(8)\n"
+        "_t = _r.integers(0, 30, 300).astype(float)\n"
+        "_f = project_to_total(_r.normal(2, 4, (300, 6)), _t)\n"
+        "_w = round_to_total(_f, _t)"
+    )
+    assert mq.value("np.array_equal(_w.sum(axis=1), _t)")
+    assert mq.value("bool(np.all(np.abs(_w - _f) < 1))")
+    assert mq.value("np.array_equal(_w, np.round(_w))")
+
+
 # --- bad input --------------------------------------------------------------
 
 
