@@ -1378,6 +1378,24 @@ def _oracle_rows(values):
     return rows
 
 
+def _range_rows(values):
+    """RMSE / epsilon for each range length. The identity line is the
+    closed form sqrt(2 L) (L ages, each with Lap(1) noise at eps = 1,
+    rounded as stored); the tree lines, exact variances the chapter's
+    tests hold, are read from the stored spec."""
+    import math  # noqa: PLC0415
+
+    rows = []
+    for row in _stored_grid("many-queries"):
+        at_one = row["rmse_at_1"]
+        if row["strategy"].startswith("identity"):
+            assert at_one == round(math.sqrt(2 * row["length"]), 3), row
+        rows.append(
+            {"length": row["length"], "rmse": at_one / values["epsilon"]}
+        )
+    return rows
+
+
 DIALS = [
     Dial(
         "chapters/differential-privacy",
@@ -1405,6 +1423,12 @@ DIALS = [
         {"epsilon": "privacy parameter ε"},
         ("d", "sd"),
         _oracle_rows,
+    ),
+    Dial(
+        "chapters/many-queries",
+        {"epsilon": "privacy parameter ε"},
+        ("length", "rmse"),
+        _range_rows,
     ),
 ]
 DIAL_PAGE = DIALS[0].page
