@@ -278,3 +278,21 @@ def test_sketch_error_matches_the_formula_with_heavy_collisions(tb):
     naive = tb.value("math.sqrt(flips_var + N_DEVICES / CMS_M)")
     assert measured == pytest.approx(formula, rel=0.15)
     assert measured > 1.15 * naive
+
+
+def test_one_day_attack_rate_matches_the_exact_map_success(tb):
+    """One GRR report: the MAP guess is right with probability
+    sum over reports y of max over x of prior(x) Pr[y | x]; the measured
+    rate over the seeded people lies within 4 standard errors of it."""
+    counts = np.asarray(tb.value("occupation_counts.tolist()"), dtype=float)
+    prior = counts / counts.sum()
+    d, e = len(prior), math.e
+    p, q = e / (e + d - 1), 1 / (e + d - 1)
+    exact = sum(
+        np.max(prior * np.where(np.arange(d) == y, p, q)) for y in range(d)
+    )
+    people = tb.value("ATTACK_PEOPLE")
+    measured = tb.value("float(attack[1])")
+    se = math.sqrt(exact * (1 - exact) / people)
+    assert abs(measured - exact) < 4 * se, (measured, exact)
+    assert exact > prior.max() + 0.03  # one report beats the prior clearly
