@@ -227,8 +227,9 @@ def test_lower_bound_by_hand(cr):
     # B = 5 gives 73 > 74.2? no; so B/2 = 2.
     assert cr.value("counting_lower_bound(365, 1.0)") == 2.0
     assert cr.value("counting_lower_bound(1, 1.0)") == 0.0
-    # small epsilon: B = 40 gives floor(1000/40) = 25 > e^4 / 2
-    assert cr.value("counting_lower_bound(1000, 0.1)") >= 20
+    # eps = 0.1: B = 39 gives floor(1000/39) = 25 > e^3.9 / 2 = 24.7, but
+    # B = 40 gives 25 > e^4 / 2 = 27.3? no, and larger B fail too
+    assert cr.value("counting_lower_bound(1000, 0.1)") == 19.5
 
 
 # --- bad input -------------------------------------------------------------
