@@ -35,9 +35,7 @@ def test_tree_without_noise_gives_the_running_counts(cr, horizon):
         "tree_prefix_sums(optimal_node_estimates(node_sums(_x)),"
         " len(_x)).tolist()"
     )
-    doubling = cr.value(
-        "epoch_prefix_sums(epoch_nodes(_x), len(_x)).tolist()"
-    )
+    doubling = cr.value("epoch_prefix_sums(epoch_nodes(_x), len(_x)).tolist()")
     truth = np.cumsum(stream)
     assert plain == truth.tolist()  # exact: integer sums
     assert np.allclose(best, truth, rtol=0, atol=1e-8)
