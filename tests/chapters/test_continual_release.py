@@ -318,3 +318,27 @@ def test_dial_grid_carries_the_exact_day_weights(cr):
         assert np.allclose(shown, np.sqrt(opt), rtol=1e-12)
         ones = np.array([r["ones"] for r in rows[:T]])
         assert ones.tolist() == [bin(t).count("1") for t in range(1, T + 1)]
+
+
+@pytest.mark.parametrize("horizon", [1, 2, 3, 7, 8, 100, 365, 1000])
+@pytest.mark.parametrize(
+    "design", ["fresh noise", "noisy increments", "tree", "tree, optimal"]
+)
+def test_average_variance_counts_bits_exactly(cr, design, horizon):
+    """The bit-counting average equals the mean of the day-by-day formula,
+    whose popcounts are recounted here from the binary expansions."""
+    got = cr.value(f"average_error_variance({design!r}, {horizon}, 0.5)")
+    levels = horizon.bit_length()
+    r = [2**j / (2 ** (j + 1) - 1) for j in range(levels)]
+    per_day = []
+    for t in range(1, horizon + 1):
+        bits = [j for j in range(levels) if t >> j & 1]
+        per_day.append(
+            {
+                "fresh noise": horizon**2,
+                "noisy increments": t,
+                "tree": levels**2 * len(bits),
+                "tree, optimal": levels**2 * sum(r[j] for j in bits),
+            }[design]
+        )
+    assert got == pytest.approx(8 * np.mean(per_day), rel=1e-12)
