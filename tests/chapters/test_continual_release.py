@@ -342,3 +342,17 @@ def test_average_variance_counts_bits_exactly(cr, design, horizon):
             }[design]
         )
     assert got == pytest.approx(8 * np.mean(per_day), rel=1e-12)
+
+
+def test_glued_worst_days_back_the_prose():
+    """The prose says the tree's largest per-day standard deviation at
+    T = 365 exceeds that of increments (on their last day): 9 sqrt(2 * 8)
+    = 36 (day 255 has eight 1-bits) against sqrt(2 * 365)."""
+    horizon = glued_value("continual-release", "cont_horizon")
+    levels = horizon.bit_length()
+    most_ones = max(bin(t).count("1") for t in range(1, horizon + 1))
+    tree = glued_value("continual-release", "cont_worst_sd_tree")
+    inc = glued_value("continual-release", "cont_worst_sd_inc")
+    assert tree == pytest.approx(levels * np.sqrt(2 * most_ones))
+    assert inc == pytest.approx(np.sqrt(2 * horizon))
+    assert tree > inc
