@@ -1396,6 +1396,39 @@ def _range_rows(values):
     return rows
 
 
+def _continual_rows(values):
+    """Each design's error sd by day at epsilon 1, from the closed forms:
+    fresh sqrt(2) T, increments sqrt(2 t), tree L sqrt(2 popcount(t)),
+    optimal L sqrt(2 sum of 2^j / (2^(j+1) - 1) over the 1-bits j of t)."""
+    import numpy as np  # noqa: PLC0415
+
+    horizon = int(round(values["horizon"]))
+    levels = horizon.bit_length()
+    rows = []
+    for day in range(1, horizon + 1):
+        bits = [j for j in range(levels) if day >> j & 1]
+        weight = sum(2**j / (2 ** (j + 1) - 1) for j in bits)
+        rows.append(
+            {
+                "day": day,
+                "fresh": np.sqrt(2) * horizon,
+                "increments": np.sqrt(2 * day),
+                "tree": levels * np.sqrt(2 * len(bits)),
+                "tree_optimal": levels * np.sqrt(2 * weight),
+            }
+        )
+    return rows
+
+
+def _continual_texts(values):
+    last = _continual_rows(values)[-1]
+    return [
+        f"day {last['day']}: fresh {last['fresh']:.1f}, increments"
+        f" {last['increments']:.1f}, tree {last['tree']:.1f}, optimal"
+        f" {last['tree_optimal']:.1f}"
+    ]
+
+
 DIALS = [
     Dial(
         "chapters/differential-privacy",
@@ -1429,6 +1462,13 @@ DIALS = [
         {"epsilon": "privacy parameter ε"},
         ("length", "rmse"),
         _range_rows,
+    ),
+    Dial(
+        "chapters/continual-release",
+        {"horizon": "horizon T (days)"},
+        ("day", "fresh", "increments", "tree", "tree_optimal"),
+        _continual_rows,
+        _continual_texts,
     ),
 ]
 DIAL_PAGE = DIALS[0].page

@@ -21,7 +21,7 @@ def test_noiseless_tree_answers_equal_the_true_sums(mq, branching):
     mq.inject(
         "_c = np.random.default_rng(5).integers(0, 50, 100).astype(float)\n"
         "_lo, _hi = all_ranges(100)\n"
-        f"_got = tree_range_answers(tree_levels(_c, {branching}), "
+        f"_got = tree_range_answers(level_counts(_c, {branching}), "
         f"{branching}, _lo, _hi)\n"
         "_want = np.array([_c[a:b].sum() for a, b in zip(_lo, _hi)])"
     )
@@ -78,7 +78,7 @@ def test_least_squares_variance_is_at_most_the_raw_answers(mq):
                 f"_raw = raw_tree_variances(128, {b}, _eps, range_lo, "
                 "range_hi)\n"
                 "_var = np.concatenate([np.full(len(v), 2 / e**2) for v, e "
-                f"in zip(tree_levels(np.zeros(128), {b}), _eps)])\n"
+                f"in zip(level_counts(np.zeros(128), {b}), _eps)])\n"
                 "_direct = np.sum(((Q @ _G) ** 2) * _var, axis=1)"
             )
             assert mq.value("bool(np.all(_ls <= _raw * (1 + 1e-9)))")
@@ -204,7 +204,7 @@ def test_rounding_keeps_the_sums_and_moves_each_cell_by_less_than_one(mq):
         ("split_budget(1.0, 3, -1.0)", "ratio"),
         ("noisy_tree(age_counts, 2, [1.0, 1.0], rng)", "level epsilons"),
         (
-            "tree_range_answers(tree_levels(age_counts, 2), 2, [5], [5])",
+            "tree_range_answers(level_counts(age_counts, 2), 2, [5], [5])",
             "lo < hi",
         ),
         ("least_squares_covariance(2, [1.0] * 3, 128)", "level epsilons"),
