@@ -71,6 +71,7 @@ FIRST = [
     "tests/book/test_execute.py",
     "tests/book/test_browser.py",
     "tests/book/test_editions.py",
+    "tests/book/test_assignments.py",
 ]
 
 

@@ -26,9 +26,9 @@ For every chapter this writes, under OUTPUT_DIR:
 - ``course/``: an nbgrader course (``source/<chapter>/``, the instructor's
   notebook with solutions and hidden tests; ``release/<chapter>/``, what
   students get; ``gradebook.db``; ``nbgrader_config.py``);
-- ``student/<chapter>.ipynb``: the student notebook (nbgrader's release:
-  the chapter without solutions, a stub and public checks per graded
-  exercise, no hidden test);
+- ``student/<chapter>/``: what a student gets, the student notebook
+  (nbgrader's release: the chapter without solutions, a stub and public
+  checks per graded exercise, no hidden test) and the data files it reads;
 - ``instructor/<chapter>.md``: which exercises are graded (points) and
   which are written, with the rubric for the written ones.
 
@@ -38,6 +38,7 @@ build reads the stored chapters and takes seconds.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -52,7 +53,7 @@ from make_student_edition import strip_cells  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "chapters"
-DATA = ROOT / "data" / "adult_with_pii.csv"
+DATA_DIR = ROOT / "data"
 EXERCISE = re.compile(r"\{exercise\}\s*(.*?)\n:label: (\S+)")
 HIDDEN_START = "### BEGIN HIDDEN TESTS"
 HIDDEN_END = "### END HIDDEN TESTS"
@@ -107,6 +108,32 @@ def exercises(cells: list) -> list[dict]:
     return found
 
 
+@functools.cache
+def reader_markdown():
+    """The reader's-download rendering of Markdown (_ext/reader_export.py):
+    glued numbers, citations and references as text, directives as plain
+    Markdown, so the student notebook reads well in JupyterLab and Colab."""
+    sys.path.insert(0, str(ROOT / "_ext"))
+    import reader_export
+
+    notebooks = {
+        path: nbformat.read(path, as_version=4)
+        for path in sorted(CHAPTERS.glob("*.ipynb"))
+    }
+    labels = reader_export.labelled_things(notebooks)
+    titles = reader_export.chapter_titles(ROOT)
+    bib = reader_export.citations(ROOT / "references.bib")
+
+    def render(stem: str, source: str) -> str:
+        notebook = notebooks[CHAPTERS / f"{stem}.ipynb"]
+        context = reader_export.Context(
+            reader_export.glued_values(notebook), labels, titles, bib
+        )
+        return reader_export.render_markdown(source, context)
+
+    return render
+
+
 def graded(exercise: dict) -> bool:
     return not exercise["spec"].get("written", False)
 
@@ -159,6 +186,8 @@ def source_notebook(stem: str) -> nbformat.NotebookNode:
             else []
         )
         cell.metadata.pop("assignment", None)
+        if cell.cell_type == "markdown":
+            cell.source = reader_markdown()(stem, cell.source)
         if cell.cell_type == "code":
             cell.outputs = []
             cell.execution_count = None
@@ -223,12 +252,41 @@ def instructor_page(stem: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def instructors_row(stem: str) -> str:
+    """The row of the instructors' page table for a chapter."""
+    notebook = nbformat.read(CHAPTERS / f"{stem}.ipynb", as_version=4)
+    found = exercises(notebook.cells)
+
+    def refs(kind: bool) -> str:
+        chosen = [e for e in found if graded(e) == kind]
+        return ", ".join(f"{{ref}}`{e['label']}`" for e in chosen) or "none"
+
+    auto, written = counts(stem)
+    return (
+        f"| {{doc}}`chapters/{stem}` | {auto} | {refs(True)} | {written} "
+        f"| {refs(False)} |"
+    )
+
+
 def counts(stem: str) -> tuple[int, int]:
     """(auto-graded, written) exercises of a chapter."""
     notebook = nbformat.read(CHAPTERS / f"{stem}.ipynb", as_version=4)
     found = exercises(notebook.cells)
     auto = sum(graded(exercise) for exercise in found)
     return auto, len(found) - auto
+
+
+def data_files(stem: str) -> list[Path]:
+    """The files of data/ that the chapter's code reads (by name)."""
+    notebook = nbformat.read(CHAPTERS / f"{stem}.ipynb", as_version=4)
+    code = "\n".join(
+        cell.source for cell in notebook.cells if cell.cell_type == "code"
+    )
+    return [
+        path
+        for path in sorted(DATA_DIR.glob("*.csv"))
+        if path.name in code or path.name.split("-")[-1] in code
+    ]
 
 
 def use_venv_tools() -> None:
@@ -242,19 +300,24 @@ def build(output: Path, stems: list[str]) -> None:
     from traitlets.config import Config
 
     use_venv_tools()
+    # The gradebook and any submissions stay; what is built is replaced.
     course = output / "course"
-    if course.exists():
-        shutil.rmtree(course)
-    for folder in ("student", "instructor"):
-        shutil.rmtree(output / folder, ignore_errors=True)
-        (output / folder).mkdir(parents=True)
-    (course / "source").mkdir(parents=True)
+    for stem in stems:
+        for folder in (
+            course / "source" / stem,
+            course / "release" / stem,
+            output / "student" / stem,
+        ):
+            shutil.rmtree(folder, ignore_errors=True)
+    for folder in ("student", "instructor", "course/source"):
+        (output / folder).mkdir(parents=True, exist_ok=True)
     (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG)
     for stem in stems:
         folder = course / "source" / stem
         folder.mkdir()
         nbformat.write(source_notebook(stem), folder / f"{stem}.ipynb")
-        shutil.copy2(DATA, folder / DATA.name)
+        for path in data_files(stem):
+            shutil.copy2(path, folder / path.name)
         (output / "instructor" / f"{stem}.md").write_text(
             instructor_page(stem)
         )
@@ -267,11 +330,8 @@ def build(output: Path, stems: list[str]) -> None:
         result = api.generate_assignment(stem, force=True)
         if not result["success"]:
             raise RuntimeError(f"{stem}: {result['error']}\n{result['log']}")
-        shutil.copy2(
-            course / "release" / stem / f"{stem}.ipynb",
-            output / "student" / f"{stem}.ipynb",
-        )
-    shutil.copy2(DATA, output / "student" / DATA.name)
+        # What a student gets: the release (notebook and data files).
+        shutil.copytree(course / "release" / stem, output / "student" / stem)
 
 
 def main(argv: list[str]) -> int:
