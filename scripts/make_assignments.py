@@ -13,7 +13,9 @@ exercise::
      "stub": "code the student starts from (names set to ...)",
      "public": "checks the student sees and runs (asserts with messages)",
      "hidden": "checks only the grader runs",
-     "answer": "optional: the solution as code, where the book's is prose"}
+     "answer": "optional: code run after the book's solution cells, that
+                sets the names the checks read (where the solution is
+                prose, or its code names the answer otherwise)"}
 
 or a written one (``{"written": true, "rubric": ["...", ...]}``). An
 exercise without metadata is written, with the book's solution as rubric.
@@ -139,8 +141,10 @@ def graded(exercise: dict) -> bool:
 
 
 def answer_code(exercise: dict) -> str:
-    """The solution as code: the spec's ``answer`` or the book's cells."""
-    return exercise["spec"].get("answer") or exercise["solution_code"]
+    """The solution as code: the book's solution cells, then the spec's
+    ``answer`` (which names the answers where the book's code does not)."""
+    parts = [exercise["solution_code"], exercise["spec"].get("answer", "")]
+    return "\n\n".join(part.strip("\n") for part in parts if part.strip())
 
 
 def check_code(exercise: dict, hidden: bool = True) -> str:

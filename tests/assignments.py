@@ -59,8 +59,8 @@ def assert_full_marks(kernel, stem: str) -> None:
     graded = graded_exercises(stem)
     assert graded, f"{stem} has no graded exercise"
     for found in graded:
-        # The book's code solution already ran in the kernel; a prose
-        # solution has its code in the spec's "answer".
+        # The book's solution cells already ran in the kernel; the spec's
+        # "answer" names what they computed (or answers a prose solution).
         message = failure(kernel, found, found["spec"].get("answer"))
         assert message is None, f"{found['label']}: {message}"
 
