@@ -3,6 +3,9 @@
 #   make test     run every test the book promises (what CI runs)
 #   make check    the fast loop while writing: lint, chapter functions, nbval
 #                 on the notebooks you changed (about a minute)
+#   make assignments  every chapter's graded assignment (nbgrader) into
+#                 _build/assignments; `make grade CHAPTER=... SUBMISSIONS=...`
+#                 grades a folder of submitted notebooks into a CSV
 # See README.md and CONTRIBUTING.md for the rest.
 
 SHELL := /bin/bash
@@ -27,7 +30,7 @@ APT_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended \
 CHANGED_NOTEBOOKS = $(shell { git diff --name-only HEAD -- 'chapters/*.ipynb'; \
 	git ls-files --others --exclude-standard -- 'chapters/*.ipynb'; } 2>/dev/null | sort -u)
 
-.PHONY: book serve test check lint format execute data pdf publish-pdfs student bench system-deps clean
+.PHONY: book serve test check lint format execute data pdf publish-pdfs student assignments grade bench system-deps clean
 
 # The toolchain needs Python 3.11 or newer (pandas 3); say so before pip does.
 $(STAMP): requirements-dev.txt constraints.txt
@@ -61,6 +64,9 @@ book: $(STAMP)
 	$(BIN)/python scripts/make_student_edition.py _build/student
 	rm -rf _build/html/student && cp -r _build/student/_build/html _build/html/student
 	$(publish_pdfs)
+	$(BIN)/python scripts/make_assignments.py $(ASSIGNMENTS)
+	rm -rf _build/html/assignments && mkdir -p _build/html/assignments
+	cp $(ASSIGNMENTS)/student/*/*.ipynb _build/html/assignments/
 	@echo
 	@echo "The book is built. Open $(CURDIR)/_build/html/index.html in a browser,"
 	@echo "or run 'make serve' and visit http://$(HOST):$(PORT)/"
@@ -126,6 +132,25 @@ bench: $(STAMP)
 
 clean:
 	rm -rf _build .pytest_cache
+
+# Graded assignments (nbgrader): for every chapter, the student notebook
+# (student/<chapter>/, with its data), the instructor's nbgrader course
+# (course/: solutions, hidden tests, gradebook) and the list of graded and
+# written exercises with rubrics (instructor/<chapter>.md). Seconds: nothing
+# is executed. An existing gradebook and submissions are kept.
+ASSIGNMENTS ?= _build/assignments
+assignments: $(STAMP)
+	$(BIN)/python scripts/make_assignments.py $(ASSIGNMENTS)
+
+# Grades a folder of submitted notebooks (one per student: NAME.ipynb or
+# NAME/<chapter>.ipynb) into <chapter>-scores.csv, a column per exercise.
+grade: $(STAMP)
+	@if [ -z "$(CHAPTER)" ] || [ -z "$(SUBMISSIONS)" ]; then \
+		echo "Usage: make grade CHAPTER=differential-privacy SUBMISSIONS=folder"; exit 2; fi
+	@test -d $(ASSIGNMENTS)/course/source/$(CHAPTER) || \
+		$(BIN)/python scripts/make_assignments.py $(ASSIGNMENTS)
+	ASSIGNMENTS_COURSE=$(ASSIGNMENTS)/course $(BIN)/python \
+		scripts/grade_assignment.py $(CHAPTER) $(SUBMISSIONS) $(CHAPTER)-scores.csv
 
 # The PDFs: LaTeX builder with xelatex; needs the TeX Live packages of
 # system-deps. One Sphinx build writes book.tex (every solution, the

@@ -176,6 +176,7 @@ FIRST = [
     "tests/book/test_reader_install.py",
     "tests/book/test_browser.py",
     "tests/book/test_editions.py",
+    "tests/book/test_assignments.py",
 ]
 
 

@@ -66,10 +66,14 @@ def strip_cells(cells: list) -> list:
     A gated solution (``{solution-start}`` ... ``{solution-end}``) spans
     cells: everything from its start fence to its end fence goes, code cells
     included. Code cells tagged ``solution`` go wherever they are, and
-    ``{solution}`` blocks are cut out of the Markdown that is left.
+    ``{solution}`` blocks are cut out of the Markdown that is left, and
+    every cell loses its ``assignment`` metadata (an exercise's checks).
     """
     kept, gated = [], False
     for cell in cells:
+        # An exercise's grading (checks, hidden tests, answers) is the
+        # instructors' (scripts/make_assignments.py).
+        cell.metadata.pop("assignment", None)
         if cell.cell_type != "markdown":
             if not gated and "solution" not in cell.metadata.get("tags", []):
                 kept.append(cell)

@@ -35,3 +35,18 @@ def test_every_exercise_is_listed_with_its_difficulty(path):
         assert f"{title} <{label}>" in PAGE, (
             f"{label} is not listed on the instructors' page"
         )
+
+
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.stem)
+def test_graded_and_written_exercises_are_listed(path):
+    """The table of graded assignments says, per chapter, which exercises
+    are graded by code and which stay written, as the chapter's exercise
+    metadata does (scripts/make_assignments.py)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import make_assignments
+
+    row = make_assignments.instructors_row(path.stem)
+    assert row in PAGE.splitlines(), f"expected the row\n{row}"
+    assert f'href="assignments/{path.stem}.ipynb"' in PAGE

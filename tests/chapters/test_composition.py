@@ -4,6 +4,7 @@ The notebook is executed once (in its own folder, so that its data loader finds
 ../data/); the tests then call its functions inside the same kernel.
 """
 
+import assignments
 import pytest
 
 from conftest import chapter_kernel, value_error_message
@@ -945,3 +946,45 @@ def test_crossings_in_the_grid_match_the_closed_forms(tb):
         {row["epsilon"] for row in rows if not row["advanced_from"]}
     )
     assert never == [0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 1.0]
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "composition"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "comp-ex-replacement",
+            "histogram_factor = 2\nreplace_sensitivity = 3\n"
+            "add_remove_sensitivity = 3\n",
+            "one value can change from L = -3 to U = 2",
+        ),
+        (
+            "comp-ex-loose-bounds",
+            "sum_noise_ratio = 200 / 73\n",
+            "U - L is the sensitivity under replacement",
+        ),
+        (
+            "comp-ex-add-up",
+            "total_cost = 1.1\nparallel_claim_right = False\n",
+            "the count released twice costs twice",
+        ),
+    ],
+    ids=["wrong-neighbours", "wrong-clipped-sensitivity", "repeat-free"],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    message = assignments.wrong_answer_message(tb, STEM, label, code)
+    assert expected in message, message

@@ -4,6 +4,7 @@ import hashlib
 import hmac
 from pathlib import Path
 
+import assignments
 import nbformat
 import numpy as np
 import pandas as pd
@@ -1029,3 +1030,57 @@ def test_reference_date_is_the_tables_and_matches_the_readme(adult):
     )
     assert "survey's reference date" not in text
     assert "the synthetic dates of birth were drawn" in text
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "deidentification"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+NO_MIN_ROWS = """
+def count_query(table, where, min_rows=100):
+    return int(where.sum())
+
+
+group_size = count_query(release, everyone) - count_query(
+    release, not_friend
+)
+is_high = 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "deid-ex-count-differencing",
+            NO_MIN_ROWS,
+            "it must refuse groups below min_rows with ValueError",
+        ),
+        (
+            "deid-ex-sampling-risk",
+            "n_for_95 = growth.index[growth['marketer'] >= 0.95][0]"
+            " - len(VOTER_ROLL_QI)\n",
+            "count every column, the voter roll's included",
+        ),
+        (
+            "deid-ex-smallest-set",
+            "best_set = ('DOB', 'Zip', 'Sex')\ncensus_search = None\n",
+            "a set of 2 already makes at least 90% of the rows unique",
+        ),
+    ],
+    ids=["no-refusal", "columns-added-only", "not-smallest"],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    message = assignments.wrong_answer_message(tb, STEM, label, code)
+    assert expected in message, message

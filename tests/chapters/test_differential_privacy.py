@@ -2,7 +2,9 @@
 
 import csv
 import re
+import textwrap
 
+import assignments
 import nbformat
 import numpy as np
 import pytest
@@ -614,3 +616,66 @@ def test_stored_dial_is_vega_lite_5_with_a_labelled_slider():
     # vl-convert compiles it with Vega-Lite 5 (as JupyterLab would draw it).
     vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
     assert any(s["name"] == "epsilon" for s in vega["signals"])
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, "differential-privacy")
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, "differential-privacy")
+
+
+WRONG_CLIPPING = {
+    "no clip": (
+        """
+        def dp_clipped_sum(values, clip, epsilon, rng):
+            total = float(np.sum(values))
+            return laplace_mechanism(total, clip, epsilon, rng)
+        """,
+        "clip every value to [0, clip]",
+    ),
+    "sensitivity doubled": (
+        """
+        def dp_clipped_sum(values, clip, epsilon, rng):
+            total = float(np.clip(values, 0, clip).sum())
+            return laplace_mechanism(total, 2 * clip, epsilon, rng)
+        """,
+        "by at most 100, so at epsilon 0.5 the Laplace scale is",
+    ),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(WRONG_CLIPPING))
+def test_a_wrong_clipped_sum_fails_with_its_reason(tb, mistake):
+    code, expected = WRONG_CLIPPING[mistake]
+    message = assignments.wrong_answer_message(
+        tb,
+        "differential-privacy",
+        "dp-ex-clipping",
+        textwrap.dedent(code),
+    )
+    assert expected in message
+
+
+def test_the_wrong_neighbour_relation_fails_with_its_reason(tb):
+    message = assignments.wrong_answer_message(
+        tb,
+        "differential-privacy",
+        "dp-ex-histogram",
+        "l1_removed = 1\nl1_replaced = 1\n",
+    )
+    assert "a removal plus an addition" in message
+
+
+def test_the_inverted_scale_fails_with_its_reason(tb):
+    message = assignments.wrong_answer_message(
+        tb,
+        "differential-privacy",
+        "dp-ex-wrong-scale",
+        "true_epsilon = 1 / np.sqrt(2)\n",
+    )
+    assert "less noise means a larger epsilon" in message

@@ -4,6 +4,7 @@ Google's dp-accounting called directly, and by simulation."""
 
 from itertools import chain, combinations
 
+import assignments
 import dp_accounting
 import numpy as np
 import pytest
@@ -334,3 +335,41 @@ def test_rule_of_thumb_is_quantified_by_n_delta(ch):
     text = _markdown()
     assert "far below $1/n$" not in text and "far\nbelow $1/n$" not in text
     assert "n\\delta" in text
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "gaussian-and-accounting"
+
+
+def test_the_book_s_solutions_get_full_marks(ch):
+    assignments.assert_full_marks(ch, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(ch):
+    assignments.assert_stubs_score_zero(ch, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "gauss-ex-survey",
+            "survey_laplace_sd = np.sqrt(2) * 16\n"
+            "survey_gaussian_sd = analytic_gaussian_sigma(1.0, 1e-6, 16.0)\n",
+            "you used the L1 sensitivity 16",
+        ),
+        (
+            "gauss-ex-exact-composition",
+            "exact_50 = 50 * gaussian_epsilon(5.0, 1e-5)\n"
+            "zcdp_50 = 1.0\npld_50 = 1.0\n",
+            "adding 50 single-release epsilons is basic composition",
+        ),
+    ],
+    ids=["l1-for-gaussian", "basic-composition"],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    ch, label, code, expected
+):
+    message = assignments.wrong_answer_message(ch, STEM, label, code)
+    assert expected in message, message

@@ -4,6 +4,7 @@ The notebook is executed once (module fixture); its own functions are then calle
 inside the kernel, so these tests check exactly what the book shows.
 """
 
+import assignments
 import pytest
 
 from conftest import chapter_kernel, value_error_message
@@ -747,3 +748,47 @@ def test_posterior_dial_label_never_rounds_a_belief_to_certainty(tb):
     spec["$schema"] = "https://vega.github.io/schema/vega-lite/v5.json"
     svg = vl_convert.vegalite_to_svg(spec, vl_version="5.21")
     assert "prior 90%: a yes moves it to over 99%, a no to 6%" in svg
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "randomized-response"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "rr-ex-rare-prior",
+            "largest_eps_local = np.log(11)\n"
+            "largest_eps_value = np.log(11)\n"
+            "p_needed = 5 / 6\n",
+            "a removal plus an addition, so the odds move by e^(2 epsilon)",
+        ),
+        (
+            "rr-ex-bent-coin",
+            "p_yes_given_yes = 7 / 8\np_yes_given_no = 1 / 8\n"
+            "eps_bent = 7.0\nmore_private = 'fair'\n",
+            "7 is the ratio itself; epsilon is its logarithm",
+        ),
+        (
+            "rr-ex-sample-size",
+            "n_needed = int(np.ceil(np.sqrt(2) / (1.0 * 0.01)))\n",
+            "above 0.01",
+        ),
+    ],
+    ids=["replacement-counted-once", "ratio-not-log", "central-formula"],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    message = assignments.wrong_answer_message(tb, STEM, label, code)
+    assert expected in message, message

@@ -5,6 +5,7 @@ called inside the kernel, so these tests check exactly what the book shows.
 Every statistical test uses fresh seeds, not the chapter's own draws.
 """
 
+import assignments
 import pytest
 
 from conftest import chapter_kernel, value_error_message
@@ -655,3 +656,52 @@ def test_a_non_generator_rng_is_a_type_error(tb):
         """
     )
     assert tb.value("_kinds") == ["TypeError"] * 4
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "reconstruction-attacks"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+NO_ROUNDING = """
+def recon_rounded_recovery(secret_bits, base, n_queries, n_trials, rng):
+    if base <= 0:
+        raise ValueError("base must be positive")
+    recovered = []
+    for _ in range(n_trials):
+        queries = recon_random_queries(len(secret_bits), n_queries, rng)
+        guess = reconstruct_lp(queries, queries @ secret_bits)
+        recovered.append(np.mean(guess == secret_bits))
+    return float(np.mean(recovered))
+"""
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "recon-ex-rounding",
+            NO_ROUNDING,
+            "round each exact answer to the nearest multiple of base",
+        ),
+        (
+            "recon-ex-budget",
+            "eps_each = 10.0\neps_total = 10_000.0\npromise = 1.0\n",
+            "10 is the noise scale; epsilon is its inverse here",
+        ),
+    ],
+    ids=["answers-not-rounded", "scale-read-as-epsilon"],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    message = assignments.wrong_answer_message(tb, STEM, label, code)
+    assert expected in message, message
