@@ -235,9 +235,16 @@ def solutions_as_sections(text: str) -> str:
         begin = text.index("\\begin{sphinxadmonition}", match.start())
         end = matching_end(text, begin)
         body = text[match.end() : end - len("\\end{sphinxadmonition}")]
+        # A solution that opens with code: its title bar would be left
+        # alone at a page's foot when the first lines of the code do not
+        # fit below it, so ask for room for them too.
+        opens_with_code = body.lstrip().startswith(
+            "\\begin{sphinxuseclass}{cell}"
+        )
+        needed = 12 if opens_with_code else 6
         text = (
             text[: match.start()]
-            + "\\needspace{6\\baselineskip}\n"
+            + f"\\needspace{{{needed}\\baselineskip}}\n"
             + "\\begin{booksolution}{"
             + match.group(1)
             + "}\n"

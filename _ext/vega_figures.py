@@ -13,7 +13,8 @@ registered here rather than through a package's entry point):
   (the runtime is vl-convert's bundle, 0.9 MB raw and 0.3 MB gzipped,
   generated at build time and not committed).
 - LaTeX: the same specification rendered to a PNG by vl-convert (no
-  browser), with the sliders at their initial values.
+  browser), with the sliders at their initial values, in a figure whose
+  caption is the description and says so.
 
 Only the Vega runtime is used (the page holds compiled Vega; the runtime
 binds the sliders as labelled ``<input type="range">`` elements), but
@@ -42,6 +43,11 @@ RUNTIME = "vega-figures/vega.min.js"
 DRAWER = "vega-figures/draw.js"
 DRAWER_SOURCE = Path(__file__).with_name("vega-figures.js")
 MARKER = "vega-figure"
+# Said after the description in the caption of the printed image.
+PRINT_NOTE = (
+    "(Printed with the sliders at their starting values; they move in the"
+    " web edition and in Jupyter.)"
+)
 
 
 def _vl_convert():
@@ -85,9 +91,16 @@ class VegaLitePlugin:
             overwrite=False,
             exists_ok=True,
         )
-        image = nodes.image(uri=uri, alt=description)
+        # In print: a numbered figure whose caption is the description, the
+        # chart as wide as on a screen (CSS pixels; the PNG has twice as
+        # many), not stretched to the text width (a tall chart and its
+        # caption would not fit on a page).
+        css_width = int.from_bytes(png[16:20], "big") // 2
+        image = nodes.image(uri=uri, alt=description, width=f"{css_width}px")
+        figure = nodes.figure("", image)
+        figure += nodes.caption("", f"{description} {PRINT_NOTE}")
         in_print = addnodes.only(expr="latex")
-        in_print += image
+        in_print += figure
         return [
             nodes.raw("", page, format="html", classes=["output", MARKER]),
             in_print,

@@ -1429,6 +1429,102 @@ def _continual_texts(values):
     ]
 
 
+def _gaussian_rows(values):
+    """Classical and analytic sigma (sensitivity 1) at the chosen delta,
+    for every epsilon of the stored grid: Dwork and Roth's formula, and
+    the root of Balle and Wang's exact delta, found here."""
+    import numpy as np  # noqa: PLC0415
+    from scipy.optimize import brentq  # noqa: PLC0415
+    from scipy.stats import norm  # noqa: PLC0415
+
+    exponent = values["log10_delta"]
+    delta = 10.0**exponent
+    epsilons = sorted(
+        {row["epsilon"] for row in _stored_grid("gaussian-and-accounting")}
+    )
+
+    def excess(sigma, epsilon):
+        a, b = 1 / (2 * sigma), epsilon * sigma
+        return norm.cdf(a - b) - np.exp(epsilon) * norm.cdf(-a - b) - delta
+
+    return [
+        {
+            "epsilon": epsilon,
+            "log10_delta": exponent,
+            "classical": np.sqrt(2 * np.log(1.25 / delta)) / epsilon,
+            "analytic": brentq(
+                excess, 1e-3, 1e4, args=(epsilon,), xtol=1e-15, rtol=1e-15
+            ),
+        }
+        for epsilon in epsilons
+    ]
+
+
+def _gaussian_texts(values):
+    (row,) = [
+        r
+        for r in _gaussian_rows(values)
+        if abs(r["epsilon"] - values["epsilon"]) < 1e-9
+    ]
+    first = (
+        f"ε = {row['epsilon']:.2f}, δ = 1e{int(values['log10_delta'])}:"
+        f" analytic σ (solid) = {row['analytic']:.2f}"
+    )
+    if row["epsilon"] >= 1:
+        return [first, "classical formula: proved only for ε < 1"]
+    ratio = row["classical"] / row["analytic"]
+    return [
+        first,
+        f"classical σ (dashed) = {row['classical']:.2f},"
+        f" {ratio:.2f} times as much",
+    ]
+
+
+def _selection_rows(values):
+    """Exponential-mechanism probabilities of the stored occupation
+    counts (sensitivity 1), computed here with the shift by the maximum."""
+    import numpy as np  # noqa: PLC0415
+
+    rows = _stored_grid("private-selection")
+    counts = np.array([row["count"] for row in rows], dtype=float)
+    weights = np.exp(values["epsilon"] * (counts - counts.max()) / 2)
+    return [
+        {"count": c, "probability": w / weights.sum()}
+        for c, w in zip(counts, weights, strict=True)
+    ]
+
+
+def _selection_texts(values):
+    top = max(_stored_grid("private-selection"), key=lambda r: r["count"])
+    (best, *_) = sorted(
+        _selection_rows(values), key=lambda r: -r["probability"]
+    )
+    return [
+        f"ε = {values['epsilon']:.3f}: {top['candidate']} is chosen with"
+        f" probability {best['probability']:.1%}"
+    ]
+
+
+def _release_rows(values):
+    return [
+        row
+        for row in _stored_grid("k-anonymity")
+        if row["k"] == round(values["k"])
+    ]
+
+
+def _release_texts(values):
+    (row,) = _release_rows(values)
+    return [
+        f"k = {row['k']}: the best release publishes {row['classes']:,}"
+        " classes",
+        f"intervals: age {row['age_width']} years, education"
+        f" {row['edu_width']} levels, ZIP {row['zip_width']:,} codes",
+        f"{row['suppressed']:,} rows suppressed; {row['loss']:.1%} of the"
+        " precision lost",
+    ]
+
+
 DIALS = [
     Dial(
         "chapters/differential-privacy",
@@ -1470,9 +1566,38 @@ DIALS = [
         _continual_rows,
         _continual_texts,
     ),
+    Dial(
+        "chapters/gaussian-and-accounting",
+        {"epsilon": "privacy parameter ε", "log10_delta": "log₁₀ δ"},
+        ("epsilon", "log10_delta", "classical", "analytic"),
+        _gaussian_rows,
+        _gaussian_texts,
+    ),
+    Dial(
+        "chapters/private-selection",
+        {"epsilon": "privacy parameter ε"},
+        ("count", "probability"),
+        _selection_rows,
+        _selection_texts,
+    ),
+    Dial(
+        "chapters/k-anonymity",
+        {"k": "k"},
+        (
+            "k",
+            "age_width",
+            "edu_width",
+            "zip_width",
+            "loss",
+            "suppressed",
+            "classes",
+        ),
+        _release_rows,
+        _release_texts,
+    ),
 ]
 DIAL_PAGE = DIALS[0].page
-NO_DIAL_PAGE = "chapters/k-anonymity"
+NO_DIAL_PAGE = "chapters/deidentification"
 
 # What figure number `index` shows now: its signals, the rows of each dataset
 # that carry every one of `fields`, its texts and its size.

@@ -457,3 +457,68 @@ def test_pdf_bibliography_is_author_year(pdf_pages):
     entries = "\n".join(pdf_pages[start:])
     assert "Becker" in entries
     assert not re.search(r"^\s*\[\d+\]", entries, re.MULTILINE)
+
+
+def _stored_dials() -> list[tuple[str, dict]]:
+    """(chapter, Vega-Lite spec) of every interactive figure the chapters
+    store, in book order within each chapter."""
+    return [
+        (path.stem, output["data"]["application/vnd.vegalite.v5+json"])
+        for path in chapter_notebooks()
+        for cell in json.loads(path.read_text("utf-8"))["cells"]
+        for output in cell.get("outputs", [])
+        if "application/vnd.vegalite.v5+json" in output.get("data", {})
+    ]
+
+
+def _braced(tex: str, opening: str) -> str:
+    """What follows `opening` (which ends with a brace) up to the brace
+    that closes it."""
+    start = tex.index(opening) + len(opening)
+    depth = 1
+    for end in range(start, len(tex)):
+        depth += {"{": 1, "}": -1}.get(tex[end], 0)
+        if depth == 0:
+            return tex[start:end]
+    raise ValueError(f"{opening} is never closed")
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[A-Za-z0-9]+", text)
+
+
+def test_pdf_prints_every_dial_at_its_start_with_a_caption(
+    pdf_build, pdf_text
+):
+    """Each interactive figure is printed as the image vl-convert draws of
+    the stored specification (its sliders at their starting values: the
+    same bytes, so the same file name), inside a figure whose caption is
+    the figure's description; the compiled PDF shows that caption."""
+    import hashlib  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    import vl_convert  # noqa: PLC0415
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    try:
+        from vega_figures import PRINT_NOTE, VL_VERSION  # noqa: PLC0415
+    finally:
+        sys.path.remove(str(ROOT / "_ext"))
+    assert pdf_build.returncode == 0
+    tex = (LATEX_DIR / "book.tex").read_text("utf-8")
+    figures = re.findall(r"\\begin\{figure\}.*?\\end\{figure\}", tex, re.S)
+    dials = _stored_dials()
+    assert len(dials) >= 6, [chapter for chapter, _ in dials]
+    for chapter, spec in dials:
+        png = vl_convert.vegalite_to_png(spec, vl_version=VL_VERSION, scale=2)
+        name = hashlib.sha256(png).hexdigest()
+        assert (LATEX_DIR / f"{name}.png").read_bytes() == png, chapter
+        (figure,) = [f for f in figures if name in f]
+        caption = _braced(figure, "\\caption{")
+        expected = _words(f"{spec['description']} {PRINT_NOTE}")
+        # Sphinx escapes ' and - as macros (\textquotesingle{}, ...).
+        shown = _words(re.sub(r"\\[A-Za-z]+", " ", caption))
+        assert shown == expected, (chapter, caption)
+        # pdftotext may break a word with a hyphen at a line's end: compare
+        # the letters and digits alone.
+        assert "".join(expected) in "".join(_words(pdf_text)), chapter

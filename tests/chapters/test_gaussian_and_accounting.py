@@ -11,7 +11,7 @@ import pytest
 from dp_accounting import pld, rdp
 from scipy.stats import norm
 
-from conftest import chapter_kernel
+from conftest import chapter_kernel, value_error_message
 
 
 @pytest.fixture(scope="module")
@@ -373,3 +373,100 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
 ):
     message = assignments.wrong_answer_message(ch, STEM, label, code)
     assert expected in message, message
+
+
+# --- the interactive sigma figure (a Vega-Lite 5 specification) -------------
+
+
+def _stored_dial():
+    import nbformat  # noqa: PLC0415
+
+    from conftest import CHAPTERS_DIR  # noqa: PLC0415
+
+    cells = nbformat.read(
+        CHAPTERS_DIR / "gaussian-and-accounting.ipynb", as_version=4
+    ).cells
+    (data,) = [
+        output["data"]
+        for cell in cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if "application/vnd.vegalite.v5+json" in output.get("data", {})
+    ]
+    return data
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "sigma_dial(sigmas, 0.82, -5, 0.05)",  # epsilon not in the grid
+        "sigma_dial(sigmas, 0.8, -5.5, 0.05)",  # delta not in the grid
+        "sigma_dial(sigmas, 0.8, -5, 0.1)",  # wrong spacing
+        "sigma_grid([], [-5])",  # no epsilon
+        "sigma_grid([0.5], [0])",  # delta 1
+        "sigma_grid([0.0], [-5])",  # epsilon 0
+    ],
+)
+def test_sigma_dial_rejects_bad_inputs(ch, call):
+    value_error_message(ch, call)
+
+
+def test_stored_sigma_grid_is_both_calibrations(ch):
+    """Every row of the stored figure: the classical sigma is Dwork and
+    Roth's formula, the analytic sigma is the smallest sigma whose exact
+    delta (Balle and Wang's Theorem 8, evaluated here) is delta, and the
+    classical line is marked as proved exactly where epsilon < 1."""
+    data = _stored_dial()
+    spec = data["application/vnd.vegalite.v5+json"]
+    assert data["text/plain"] == spec["description"]
+    rows = max(spec["datasets"].values(), key=len)
+    epsilons = ch.value("dial_epsilons.tolist()")
+    exponents = ch.value("dial_log10_deltas.tolist()")
+    assert len(rows) == len(epsilons) * len(exponents)
+    assert {r["epsilon"] for r in rows} == set(epsilons)
+
+    def exact_delta(sigma, epsilon):
+        a, b = 1 / (2 * sigma), epsilon * sigma
+        return norm.cdf(a - b) - np.exp(epsilon) * norm.cdf(-a - b)
+
+    for row in rows:
+        epsilon, delta = row["epsilon"], 10.0 ** row["log10_delta"]
+        classical = np.sqrt(2 * np.log(1.25 / delta)) / epsilon
+        assert row["classical"] == pytest.approx(classical, rel=1e-12)
+        sigma = row["analytic"]
+        assert exact_delta(sigma, epsilon) == pytest.approx(delta, rel=1e-6)
+        assert exact_delta(sigma * (1 - 1e-6), epsilon) > delta
+        assert row["ratio"] == pytest.approx(classical / sigma, rel=1e-12)
+        assert row["proved"] == (epsilon < 1)
+        # The theorem's promise: where it is proved, the classical sigma
+        # is enough, so it is at least the smallest sigma that is.
+        if row["proved"]:
+            assert row["classical"] > sigma
+
+
+def test_stored_sigma_dial_compiles_and_starts_in_its_ranges(ch):
+    import vl_convert  # noqa: PLC0415
+
+    spec = _stored_dial()["application/vnd.vegalite.v5+json"]
+    params = {p["name"]: p for p in spec["params"]}
+    assert params["log10_delta"]["value"] == np.log10(
+        ch.value("compare_delta")
+    )
+    eps = params["epsilon"]
+    assert eps["bind"]["min"] == ch.value("float(dial_epsilons[0])")
+    assert eps["bind"]["max"] == ch.value("float(dial_epsilons[-1])")
+    assert eps["bind"]["min"] < eps["value"] < 1 < eps["bind"]["max"]
+    exponent = params["log10_delta"]["bind"]
+    assert [exponent["min"], exponent["max"]] == ch.value(
+        "[float(dial_log10_deltas[0]), float(dial_log10_deltas[-1])]"
+    )
+    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
+    assert {"epsilon", "log10_delta"} <= {s["name"] for s in vega["signals"]}
+    # The classical line is drawn from the rows its theorem covers only.
+    filters = [
+        t.get("filter")
+        for layer in spec["layer"]
+        if layer["encoding"].get("y", {}).get("field") == "classical"
+        for t in layer.get("transform", [])
+    ]
+    assert "datum.proved" in filters

@@ -1309,3 +1309,81 @@ def test_code_comments_do_not_mention_nbval():
                 line for line in cell.source.splitlines() if "#" in line
             ]
             assert not any("nbval" in line.lower() for line in comments)
+
+
+# --- the interactive k figure (a Vega-Lite 5 specification) -----------------
+
+
+def _stored_dial():
+    import nbformat  # noqa: PLC0415
+
+    cells = nbformat.read(NOTEBOOK, as_version=4).cells
+    (data,) = [
+        output["data"]
+        for cell in cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if "application/vnd.vegalite.v5+json" in output.get("data", {})
+    ]
+    return data
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "release_dial(best_by_k, 1)",  # k not in the grid
+        "release_dial(best_by_k.iloc[::2], 10)",  # k not consecutive
+        "release_dial(best_by_k.iloc[:1], 2)",  # a single k
+        "best_uniform_by_k(qi_values, qi_lower, qi_upper, WIDTH_LEVELS, [0])",
+    ],
+)
+def test_release_dial_rejects_bad_inputs(tb, call):
+    value_error_message(tb, call)
+
+
+def test_stored_release_grid_is_the_lattice_search(tb):
+    """At several k the stored row is what evaluate_lattice finds: the
+    widths of its least lossy candidate, that loss and that number of
+    suppressed rows; the classes are counted here with value_counts."""
+    data = _stored_dial()
+    spec = data["application/vnd.vegalite.v5+json"]
+    assert data["text/plain"] == spec["description"]
+    rows = {r["k"]: r for r in max(spec["datasets"].values(), key=len)}
+    assert sorted(rows) == tb.value("dial_ks.tolist()")
+    ks = [2, 3, 10, 23, 57, 100]
+    tb.inject(
+        f"_lattice = evaluate_lattice(qi_values, qi_lower, qi_upper,"
+        f" WIDTH_LEVELS, {ks})"
+    )
+    n = tb.value("len(census)")
+    for k in ks:
+        best = tb.value(f"_lattice.loc[_lattice['loss k={k}'].idxmin()]")
+        row = rows[k]
+        widths = [row["age_width"], row["edu_width"], row["zip_width"]]
+        assert widths == list(best["widths"])
+        assert row["loss"] == pytest.approx(best[f"loss k={k}"], rel=1e-12)
+        assert row["suppressed"] == best[f"suppressed k={k}"]
+        assert row["suppressed_share"] == pytest.approx(
+            row["suppressed"] / n, rel=1e-12
+        )
+        low = tb.value(
+            f"uniform_intervals(qi_values, {widths}, qi_lower, qi_upper)[0]"
+        )
+        sizes = pd.DataFrame(low).value_counts()
+        assert row["classes"] == int((sizes >= k).sum())
+        assert row["suppressed"] == int(sizes[sizes < k].sum())
+    # The chapter's k = 10 release is the figure's starting point.
+    assert rows[10]["age_width"] == glued("kanon_uniform_k10_age_width")
+    assert rows[10]["suppressed"] == glued("kanon_uniform_k10_suppressed")
+
+
+def test_stored_release_dial_compiles_and_starts_at_ten(tb):
+    import vl_convert  # noqa: PLC0415
+
+    spec = _stored_dial()["application/vnd.vegalite.v5+json"]
+    (param,) = spec["params"]
+    assert param["value"] == 10
+    assert param["bind"]["min"] == tb.value("int(dial_ks[0])")
+    assert param["bind"]["max"] == tb.value("int(dial_ks[-1])")
+    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
+    assert "k" in {s["name"] for s in vega["signals"]}

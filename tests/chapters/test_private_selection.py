@@ -592,3 +592,85 @@ def test_bad_input_is_rejected(tb, call):
 def test_non_generator_rng_is_rejected(tb, call):
     with pytest.raises(TypeError):
         tb.value(call)
+
+
+# --- the interactive selection figure (a Vega-Lite 5 specification) ---------
+
+
+def _stored_dial():
+    import nbformat  # noqa: PLC0415
+
+    from conftest import CHAPTERS_DIR  # noqa: PLC0415
+
+    cells = nbformat.read(
+        CHAPTERS_DIR / "private-selection.ipynb", as_version=4
+    ).cells
+    (data,) = [
+        output["data"]
+        for cell in cells
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if "application/vnd.vegalite.v5+json" in output.get("data", {})
+    ]
+    return data
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "occupation_counts, 1, 0.5, 0.005, 0.3, 0.005",  # start above high
+        "occupation_counts, 1, 0.01, 0, 0.3, 0.005",  # low 0
+        "occupation_counts, 1, 0.01, 0.005, 0.3, 0",  # step 0
+        "occupation_counts, 0, 0.01, 0.005, 0.3, 0.005",  # sensitivity 0
+        "occupation_counts.iloc[:0], 1, 0.01, 0.005, 0.3, 0.005",  # empty
+    ],
+)
+def test_selection_dial_rejects_bad_inputs(tb, args):
+    value_error_message(tb, f"selection_dial({args})")
+
+
+def _chart_probabilities(spec, epsilon):
+    """The layer's transforms evaluated here, as Vega would (its
+    expressions are Python once `datum.x` is a lookup and exp is numpy's)."""
+    rows = [dict(r) for r in max(spec["datasets"].values(), key=len)]
+    for step in spec["layer"][0]["transform"]:
+        if "joinaggregate" in step:
+            (agg,) = step["joinaggregate"]
+            values = [r[agg["field"]] for r in rows]
+            total = {"max": max, "sum": sum}[agg["op"]](values)
+            for r in rows:
+                r[agg["as"]] = total
+        else:
+            code = step["calculate"].replace("datum.", "_r_")
+            for r in rows:
+                names = {f"_r_{k}": v for k, v in r.items()}
+                r[step["as"]] = eval(
+                    code, {"exp": np.exp, "epsilon": epsilon, **names}
+                )
+    return rows
+
+
+def test_stored_selection_dial_is_the_exponential_mechanism(tb):
+    """The stored figure holds the chapter's occupation counts, in its
+    order; at several epsilons its expressions give exactly
+    exponential_probabilities; it starts at 0.01 in its glued range."""
+    import vl_convert  # noqa: PLC0415
+
+    data = _stored_dial()
+    spec = data["application/vnd.vegalite.v5+json"]
+    assert data["text/plain"] == spec["description"]
+    rows = max(spec["datasets"].values(), key=len)
+    assert [r["candidate"] for r in rows] == tb.value("occupations.tolist()")
+    assert [r["count"] for r in rows] == tb.value("counts.tolist()")
+    (param,) = spec["params"]
+    assert param["value"] == 0.01
+    assert param["bind"]["min"] == tb.value("dial_low")
+    assert param["bind"]["max"] == tb.value("dial_high")
+    for epsilon in [0.005, 0.01, 0.1, 0.3]:
+        shown = [r["probability"] for r in _chart_probabilities(spec, epsilon)]
+        expected = tb.value(
+            f"exponential_probabilities(counts, 1, {epsilon}).tolist()"
+        )
+        assert shown == pytest.approx(expected, rel=1e-12, abs=1e-300)
+    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
+    assert "epsilon" in {s["name"] for s in vega["signals"]}
