@@ -296,3 +296,25 @@ def test_one_day_attack_rate_matches_the_exact_map_success(tb):
     se = math.sqrt(exact * (1 - exact) / people)
     assert abs(measured - exact) < 4 * se, (measured, exact)
     assert exact > prior.max() + 0.03  # one report beats the prior clearly
+
+
+def test_sue_beats_oue_for_the_commonest_race(tb):
+    """The chapter's claim: the term in c_v (zero for SUE, positive for
+    OUE) turns the order round for a value most people hold."""
+    counts = np.asarray(tb.value("race_counts.tolist()"), dtype=float)
+    top = int(np.argmax(counts))
+    n, e = counts.sum(), math.e
+    sue = n * math.exp(0.5) / math.expm1(0.5) ** 2
+    p, q = 0.5, 1 / (e + 1)
+    oue = (n * q * (1 - q) + counts[top] * (p - q) * (1 - p - q)) / (
+        p - q
+    ) ** 2
+    assert counts[top] / n > 0.5
+    assert sue < oue
+    assert tb.value("top_race") == top
+
+
+def test_halving_the_shuffled_target_takes_more_than_four_times_n(tb):
+    """ln(1 + x) is not yet linear at 0.5: the ratio is near 5.2."""
+    ratio = tb.value("float(n_quarter / n_half)")
+    assert 4.8 < ratio < 5.6
