@@ -1330,6 +1330,21 @@ def _composition_texts(values):
     ]
 
 
+def _stats_rows(values):
+    return [
+        row
+        for row in _stored_grid("dp-statistics")
+        if abs(row["epsilon"] - values["epsilon"]) < 1e-9
+    ]
+
+
+def _stats_texts(values):
+    (row,) = [r for r in _stats_rows(values) if r["n"] == 1000]
+    return [
+        f"n = 1,000: the naive interval covers {row['naive_coverage']:.1%}"
+    ]
+
+
 DIALS = [
     Dial(
         "chapters/differential-privacy",
@@ -1351,6 +1366,13 @@ DIALS = [
         ("epsilon", "k", "basic", "advanced", "kov"),
         _composition_rows,
         _composition_texts,
+    ),
+    Dial(
+        "chapters/dp-statistics",
+        {"epsilon": "privacy parameter ε"},
+        ("epsilon", "n", "naive_coverage", "width_ratio"),
+        _stats_rows,
+        _stats_texts,
     ),
 ]
 DIAL_PAGE = DIALS[0].page
