@@ -399,3 +399,10 @@ def test_stored_dial_compiles_and_holds_the_chapter_grid(tb, ns):
     assert any(r["n"] == 1000 for r in rows)  # the line above the chart
     vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
     assert "epsilon" in {s["name"] for s in vega["signals"]}
+
+
+def test_regression_bootstrap_covers_at_least_nominal(ns):
+    cover = ns["regression_cover"].to_numpy()
+    se = np.sqrt(0.95 * 0.05 / ns["N_REG_SAMPLES"])
+    assert se < 0.01
+    assert cover.min() >= 0.95 - 3 * se, cover
