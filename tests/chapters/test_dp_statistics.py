@@ -415,3 +415,21 @@ def test_mean_bootstrap_fails_where_the_chapter_says_it_does(ns):
     se = np.sqrt(0.95 * 0.05 / ns["N_RELEASES"])
     assert low.loc["bootstrap", "coverage"] < 0.95 - 3 * se
     assert low.loc["noise-aware", "coverage"] >= 0.95 - 3 * se
+
+
+def test_the_clamp_explains_the_bootstraps_misses_from_above(ns):
+    """The chapter says every mean estimate above (truth + U) / 2 gives a
+    bootstrap interval lying above the truth, and that these are the bulk
+    of the misses at epsilon 0.03: check both on the stored run."""
+    truth, beyond = ns["truth"]["mean"], ns["beyond"]
+    assert np.all(ns["why_low"][beyond] > truth)
+    assert beyond.mean() > 0.5 * ns["misses"].mean()
+    below = np.mean(ns["why_high"] < truth)
+    assert below < beyond.mean()
+
+
+def test_worst_naive_coverage_is_at_005(ns):
+    """The summary places the worst naive coverage at epsilon = 0.05."""
+    coverage = ns["coverage"]
+    naive = coverage[coverage["method"] == "naive"]
+    assert naive.loc[naive["coverage"].idxmin(), "epsilon"] == 0.05
