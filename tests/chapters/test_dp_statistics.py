@@ -433,3 +433,11 @@ def test_worst_naive_coverage_is_at_005(ns):
     coverage = ns["coverage"]
     naive = coverage[coverage["method"] == "naive"]
     assert naive.loc[naive["coverage"].idxmin(), "epsilon"] == 0.05
+
+
+def test_regression_intervals_on_samples_are_very_wide(ns):
+    """The chapter calls the sample-level intervals of no use: the median
+    width of the education slope's interval is many times the slope."""
+    slope = ns["fit_clipped"].params[2]
+    widths = ns["regression_widths"].loc["education"]
+    assert (widths > 50 * slope).all(), widths
