@@ -1525,6 +1525,21 @@ def _release_texts(values):
     ]
 
 
+def _stats_rows(values):
+    return [
+        row
+        for row in _stored_grid("dp-statistics")
+        if abs(row["epsilon"] - values["epsilon"]) < 1e-9
+    ]
+
+
+def _stats_texts(values):
+    (row,) = [r for r in _stats_rows(values) if r["n"] == 1000]
+    return [
+        f"n = 1,000: the naive interval covers {row['naive_coverage']:.1%}"
+    ]
+
+
 DIALS = [
     Dial(
         "chapters/differential-privacy",
@@ -1594,6 +1609,13 @@ DIALS = [
         ),
         _release_rows,
         _release_texts,
+    ),
+    Dial(
+        "chapters/dp-statistics",
+        {"epsilon": "privacy parameter ε"},
+        ("epsilon", "n", "naive_coverage", "width_ratio"),
+        _stats_rows,
+        _stats_texts,
     ),
 ]
 DIAL_PAGE = DIALS[0].page
