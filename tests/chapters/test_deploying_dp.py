@@ -218,6 +218,10 @@ def test_privacy_card_states_the_plan(tb):
     card = tb["census_card"]
     assert f"{tb['accountant'].spent:.4f}-DP in all" in card
     assert "one person" in card
+    # The audit line reports this run's audit, not a fixed sentence.
+    passed = tb["audited"] <= tb["plan"].loc["education", "epsilon"]
+    assert ("below the claimed epsilon" in card) == passed
+    assert ("FAILED" in card) == (not passed)
     for name in tb["plan"].index:
         assert f"| {name} |" in card
 
