@@ -144,6 +144,9 @@ def test_the_two_ends_meet_for_the_plan_and_not_for_the_strict_policy(tb):
     assert tb["utility_epsilon"] <= tb["risk_epsilon"]
     assert tb["strict_epsilon"] < tb["utility_epsilon"]
     assert tb["plan_epsilon"](tb["stretch"]) <= tb["strict_epsilon"]
+    # The rare-diagnosis solution says its 1%-to-5% policy allows more
+    # epsilon than the plan's 25%-to-50% one.
+    assert tb["value_end"] > tb["risk_epsilon"]
 
 
 # --- the release -----------------------------------------------------------
