@@ -1540,6 +1540,31 @@ def _stats_texts(values):
     ]
 
 
+def _deploy_row(values):
+    """The dial's point in chapters/deploying-dp: closed forms at epsilon."""
+    import numpy as np  # noqa: PLC0415
+
+    epsilon, beta, prior = values["epsilon"], 0.05, 0.25
+    error = max(
+        0.0,
+        np.ceil(np.log(2 / (beta * (1 + np.exp(-epsilon)))) / epsilon - 1),
+    )
+    odds = prior / (1 - prior) * np.exp(2 * epsilon)
+    return {"epsilon": epsilon, "error": error, "posterior": odds / (1 + odds)}
+
+
+def _deploy_rows(values):
+    return [_deploy_row(values)]
+
+
+def _deploy_texts(values):
+    row = _deploy_row(values)
+    return [
+        f"ε = {row['epsilon']:.2f}: counts within ±{int(row['error'])}"
+        f" (95%); a 25% suspicion can reach {row['posterior']:.0%}"
+    ]
+
+
 DIALS = [
     Dial(
         "chapters/differential-privacy",
@@ -1616,6 +1641,13 @@ DIALS = [
         ("epsilon", "n", "naive_coverage", "width_ratio"),
         _stats_rows,
         _stats_texts,
+    ),
+    Dial(
+        "chapters/deploying-dp",
+        {"epsilon": "total ε of the release"},
+        ("epsilon", "error", "posterior"),
+        _deploy_rows,
+        _deploy_texts,
     ),
 ]
 DIAL_PAGE = DIALS[0].page
