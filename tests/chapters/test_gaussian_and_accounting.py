@@ -470,3 +470,45 @@ def test_stored_sigma_dial_compiles_and_starts_in_its_ranges(ch):
         for t in layer.get("transform", [])
     ]
     assert "datum.proved" in filters
+
+
+def test_dial_prose_classical_holds_up_to_the_crossing_and_excess_pattern():
+    """The sentences around the sigma figure, checked independently: at
+    delta = 1e-5 the classical sigma meets its promise at every epsilon
+    below the glued crossing (exact delta evaluated here on a fine grid),
+    the prose calls that a computation rather than the theorem's
+    guarantee, and the ratio classical/analytic in the stored grid falls
+    with epsilon and grows with delta, so it is largest at the smallest
+    epsilon and the largest delta, as the prose says."""
+    from conftest import glued_value
+
+    def exact_delta(sigma, epsilon):
+        a, b = 1 / (2 * sigma), epsilon * sigma
+        return norm.cdf(a - b) - np.exp(epsilon) * norm.cdf(-a - b)
+
+    breaks = glued_value("gaussian-and-accounting", "gauss_classical_breaks")
+    for epsilon in np.linspace(0.01, breaks - 1e-6, 400):
+        sigma = np.sqrt(2 * np.log(1.25 / 1e-5)) / epsilon
+        assert exact_delta(sigma, epsilon) <= 1e-5, epsilon
+    text = " ".join(_markdown().split())
+    assert "a little further" not in text
+    assert "no theorem says so" not in text
+    assert "not a guarantee of the classical theorem" in text
+    rows = max(
+        _stored_dial()["application/vnd.vegalite.v5+json"][
+            "datasets"
+        ].values(),
+        key=len,
+    )
+    proved = [r for r in rows if r["proved"]]
+    ratio = {(r["epsilon"], r["log10_delta"]): r["ratio"] for r in proved}
+    epsilons = sorted({e for e, _ in ratio})
+    exponents = sorted({x for _, x in ratio})
+    for x in exponents:
+        along = [ratio[(e, x)] for e in epsilons]
+        assert all(np.diff(along) < 0), x
+    for e in epsilons:
+        along = [ratio[(e, x)] for x in exponents]
+        assert all(np.diff(along) > 0), e
+    assert max(ratio, key=ratio.get) == (epsilons[0], exponents[-1])
+    assert min(ratio, key=ratio.get) == (epsilons[-1], exponents[0])

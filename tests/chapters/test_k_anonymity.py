@@ -1387,3 +1387,34 @@ def test_stored_release_dial_compiles_and_starts_at_ten(tb):
     assert param["bind"]["max"] == tb.value("int(dial_ks[-1])")
     vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
     assert "k" in {s["name"] for s in vega["signals"]}
+
+
+def test_release_dial_prose_holds_on_the_stored_grid():
+    """What the paragraph before the k figure says of the grid: the loss
+    never falls as k grows (from the glued first to the glued last value),
+    the suppressed share does fall somewhere, the widths change the glued
+    number of times, and at least once a switch to intervals at least as
+    wide in every column suppresses fewer rows than the release before."""
+    spec = _stored_dial()["application/vnd.vegalite.v5+json"]
+    rows = sorted(
+        max(spec["datasets"].values(), key=len), key=lambda r: r["k"]
+    )
+    losses = [r["loss"] for r in rows]
+    assert all(b >= a for a, b in zip(losses[:-1], losses[1:], strict=True))
+    assert losses[0] == pytest.approx(glued("kanon_dial_loss_low"))
+    assert losses[-1] == pytest.approx(glued("kanon_dial_loss_high"))
+    assert rows[0]["classes"] == glued("kanon_dial_classes_low")
+    assert rows[-1]["classes"] == glued("kanon_dial_classes_high")
+    names = ("age_width", "edu_width", "zip_width")
+    switches = wider_gives_back = falls = 0
+    for before, after in zip(rows[:-1], rows[1:], strict=True):
+        falls += after["suppressed"] < before["suppressed"]
+        if any(before[w] != after[w] for w in names):
+            switches += 1
+            wider = all(after[w] >= before[w] for w in names)
+            wider_gives_back += wider and (
+                after["suppressed"] < before["suppressed"]
+            )
+    assert falls > 0
+    assert switches == glued("kanon_dial_switches")
+    assert wider_gives_back > 0

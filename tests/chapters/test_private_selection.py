@@ -674,3 +674,35 @@ def test_stored_selection_dial_is_the_exponential_mechanism(tb):
         assert shown == pytest.approx(expected, rel=1e-12, abs=1e-300)
     vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
     assert "epsilon" in {s["name"] for s in vega["signals"]}
+
+
+def test_selection_dial_prose_numbers_from_the_data():
+    """The numbers after the dial, recomputed from the CSV: the leader's
+    probability at the glued epsilon, and its weight over the runner-up's,
+    which is also the ratio of their probabilities and e^(eps * gap / 2)
+    with sensitivity 1 and the factor 2 of the chapter's definition."""
+    import pandas as pd  # noqa: PLC0415
+
+    from conftest import DATA_DIR, glued_value  # noqa: PLC0415
+
+    adult = pd.read_csv(DATA_DIR / "adult_with_pii.csv")
+    counts = np.sort(adult["Occupation"].value_counts().to_numpy())[::-1]
+    epsilon = glued_value("private-selection", "sel_dial_eps_settled")
+    weights = np.exp(epsilon * (counts - counts[0]) / 2)
+    probabilities = weights / weights.sum()
+    gap = glued_value("private-selection", "sel_top_gap")
+    assert gap == counts[0] - counts[1]
+    assert glued_value(
+        "private-selection", "sel_dial_p_settled"
+    ) == pytest.approx(probabilities[0], rel=1e-12)
+    ratio = glued_value("private-selection", "sel_dial_weight_ratio")
+    assert ratio == pytest.approx(np.exp(epsilon * gap / 2), rel=1e-12)
+    assert ratio == pytest.approx(
+        probabilities[0] / probabilities[1], rel=1e-12
+    )
+    low = glued_value("private-selection", "sel_dial_eps_low")
+    weights = np.exp(low * (counts - counts[0]) / 2)
+    # "At the low end the choice is spread over the top three and some of
+    # the rest": the others hold a visible share, the top three the most.
+    share_rest = weights[3:].sum() / weights.sum()
+    assert 0.05 < share_rest < 0.5
