@@ -1,6 +1,7 @@
 """Tests for chapters/beyond-global-sensitivity.ipynb: the chapter's own
 functions, run in its namespace."""
 
+import assignments
 import numpy as np
 import pytest
 
@@ -295,3 +296,124 @@ def test_rng_must_be_a_generator(tb):
         tb.value("smooth_median([1, 2], 10, 1.0, 5)")
     with pytest.raises(TypeError):
         tb.value("ptr_median([1, 2], 10, 1, 1.0, 0.1, 5)")
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "beyond-global-sensitivity"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "bgs-ex-attack-epsilon",
+            "ceiling_small = np.exp(0.1) / (1 + np.exp(0.1))\n"
+            "rate_small = ceiling_small\n",
+            "that is the ceiling; noise scaled to the local sensitivity",
+        ),
+        (
+            "bgs-ex-brute-force",
+            "def brute_gaps(table, upper, k_max):\n"
+            "    # forgets removals: only adds values\n"
+            "    def local(t):\n"
+            "        m = median_of(t)\n"
+            "        return max(\n"
+            "            abs(median_of(sorted(t + (v,))) - m)\n"
+            "            for v in range(upper + 1)\n"
+            "        )\n"
+            "    seen, frontier, best = {table}, {table}, [local(table)]\n"
+            "    for _ in range(k_max):\n"
+            "        frontier = {\n"
+            "            tuple(sorted(t + (v,)))\n"
+            "            for t in frontier for v in range(upper + 1)\n"
+            "        } - seen\n"
+            "        seen |= frontier\n"
+            "        best.append(max([best[-1]] + [local(t) for t in frontier]))\n"
+            "    return best\n",
+            "a neighbour adds any value 0..6 or removes any one person",
+        ),
+        (
+            "bgs-ex-ptr-bound",
+            "bound_table = pd.DataFrame({\n"
+            "    b: {\n"
+            "        'distance': ptr_distance_median(gainers, GAIN_UPPER, b),\n"
+            "        'release prob.': ptr_release_probability(\n"
+            "            ptr_distance_median(gainers, GAIN_UPPER, b), 0.5, 1e-6\n"
+            "        ),\n"
+            "        'median |noise|': b * np.log(2),\n"
+            "    }\n"
+            "    for b in (10, 100, 1000, 5000)\n"
+            "}).T\n",
+            "the test spends half of eps = 1, so the noise has only 0.5",
+        ),
+        (
+            "bgs-ex-sa-hours",
+            "hour_medians = np.array([\n"
+            "    median_of(hours[block_of(hashes_by_key[0], 100) == j])\n"
+            "    for j in range(100)\n"
+            "])\n"
+            "sa_err = 168 * np.log(2) / 1000\n"
+            "em_err = 0.0\n",
+            "the noise has scale 168 / (100 eps)",
+        ),
+        (
+            "bgs-ex-order-blocks",
+            "def _slopes(x, y):\n"
+            "    blocks = (np.arange(len(x)) * 100) // len(x)\n"
+            "    return block_slopes(x, y, blocks, 100)\n"
+            "changed_order = int(np.sum(\n"
+            "    _slopes(age_float, hours)\n"
+            "    != _slopes(age_float[:-1], hours[:-1])\n"
+            "))\n"
+            "changed_keyed = 1\n",
+            "that removes the last person; remove the first",
+        ),
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    message = assignments.wrong_answer_message(tb, STEM, label, code)
+    assert expected in message, message
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_sampled_checks_accept_correct_answers_at_other_seeds(tb, seed):
+    attack = (
+        f"_g = np.random.default_rng({seed})\n"
+        "_s = _g.random(20_000) < 0.5\n"
+        "_c = np.where(_s, worlds['with'][0], worlds['without'][0])\n"
+        "_w = np.where(_s, worlds['with'][1], worlds['without'][1])\n"
+        "_y = _c + _g.laplace(0.0, _w / 0.1)\n"
+        "rate_small = float(np.mean(guesses_with(_y, worlds, 0.1) == _s))\n"
+        "ceiling_small = float(np.exp(0.1) / (1 + np.exp(0.1)))\n"
+    )
+    blocks = (
+        f"_g = np.random.default_rng({seed})\n"
+        "_b = block_of(hashes_by_key[0], 100)\n"
+        "hour_medians = np.array(\n"
+        "    [median_of(hours[_b == j]) for j in range(100)]\n"
+        ")\n"
+        "_r = np.array(\n"
+        "    [aggregate_blocks(hour_medians, (0, 168), 1.0, _g)"
+        " for _ in range(500)]\n"
+        ")\n"
+        "_e = private_quantile(hours, 0.5, np.arange(169), 1.0, _g, 500)\n"
+        "sa_err = float(np.median(np.abs(_r - median_of(hours))))\n"
+        "em_err = float(np.median(np.abs(_e - median_of(hours))))\n"
+    )
+    for label, code in (
+        ("bgs-ex-attack-epsilon", attack),
+        ("bgs-ex-sa-hours", blocks),
+    ):
+        found = assignments.exercise(STEM, label)
+        assert assignments.failure(tb, found, code) is None, label

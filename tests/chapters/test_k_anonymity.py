@@ -7,6 +7,7 @@ code in its kernel.
 import json
 from collections import Counter
 
+import assignments
 import numpy as np
 import pandas as pd
 import pytest
@@ -1418,3 +1419,73 @@ def test_release_dial_prose_holds_on_the_stored_grid():
     assert falls > 0
     assert switches == glued("kanon_dial_switches")
     assert wider_gives_back > 0
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "k-anonymity"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "kanon-ex-add-sex",
+            "sex_k = check_k_anonymity(clipped, AGE_EDU + ['Sex'], 1)"
+            ".smallest_group\n"
+            "sex_suppressed = policy_report.n_violating_rows\n",
+            "that is the count for age and education alone",
+        ),
+        (
+            "kanon-ex-entropy",
+            "def entropy_l_diversity(df, quasi_identifiers, sensitive):\n"
+            "    shares = df.groupby(quasi_identifiers)[sensitive]"
+            ".value_counts(normalize=True)\n"
+            "    terms = -shares * np.log(shares)\n"
+            "    return float(terms.groupby(level=0).sum().min())\n",
+            "you returned the entropy H, not e^H",
+        ),
+        (
+            "kanon-ex-entropy",
+            "def entropy_l_diversity(df, quasi_identifiers, sensitive):\n"
+            "    shares = df.groupby(quasi_identifiers)[sensitive]"
+            ".value_counts(normalize=True)\n"
+            "    terms = -shares * np.log(shares)\n"
+            "    return float(np.exp(terms.groupby(level=0).sum().max()))\n",
+            "so the smallest one decides",
+        ),
+        (
+            "kanon-ex-statistic",
+            "true_count = int(census['Age'].between(30, 39).sum())\n"
+            "def _wrong(labels):\n"
+            "    low, high = partition_intervals(qi_values, labels)\n"
+            "    low, high = low[:, 0], high[:, 0]\n"
+            "    inside = np.clip(np.minimum(high, 39) - np.maximum(low, 30),"
+            " 0, None)\n"
+            "    return float((inside / np.maximum(high - low, 1)).sum())\n"
+            "estimates = {k: _wrong(mondrian_labels[k]) for k in (10, 100)}\n"
+            "larger_error_k = 100\n",
+            "holds u - l + 1 ages",
+        ),
+        (
+            "kanon-ex-minimality",
+            "class_chance = 3 / 8\n"
+            "chances_3_5 = (3 / 8, 3 / 8)\n"
+            "chances_2_4 = (2 / 6, 2 / 6)\n",
+            "keep only those under which the halves break the rule",
+        ),
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    message = assignments.wrong_answer_message(tb, STEM, label, code)
+    assert expected in message, message

@@ -6,6 +6,7 @@ its kernel.
 
 import json
 
+import assignments
 import pytest
 
 from conftest import (
@@ -639,3 +640,84 @@ def test_population_generator_rejects_bad_input(tb):
     assert "whole number" in value_error_message(tb, "draw_homes(2.5, rng)")
     message = value_error_message(tb, "simulate_week(10, rng, 0)")
     assert "record_prob" in message
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "location-privacy"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "loc-ex-larger-k",
+            "naive_below = int((naive_10 == 1).sum())\n"
+            "kd_min_set = int(cloak_anonymity_sets(kd_10).min())\n"
+            "kd_median_area = float(kd_10_area.median())\n",
+            "that counts only the users identified exactly",
+        ),
+        (
+            "loc-ex-calibrate",
+            "eps_500 = 2 / 500\n"
+            "expected_error = 2 / eps_500\n"
+            "far_formula = 0.5\n",
+            "so eps d = log 2, not 2",
+        ),
+        (
+            "loc-ex-calibrate",
+            "eps_500 = np.log(2) / 500\n"
+            "expected_error = 1 / eps_500\n"
+            "far_formula = 0.5\n",
+            "1/eps is the mean of one-dimensional Laplace noise",
+        ),
+        (
+            "loc-ex-budget",
+            "_g = np.random.default_rng(5)\n"
+            "eps_each = EPS_PER_M\n"
+            "single = error_of_average(1, eps_each, 1000, _g)\n"
+            "month = error_of_average(30, eps_each, 1000, _g)\n",
+            "would cost 30 times the month's budget",
+        ),
+        (
+            "loc-ex-budget",
+            "_g = np.random.default_rng(5)\n"
+            "eps_each = EPS_PER_M / 30\n"
+            "single = error_of_average(1, eps_each, 1000, _g) / 2\n"
+            "month = error_of_average(30, eps_each, 1000, _g)\n",
+            "draw them with planar_laplace at eps_each",
+        ),
+        (
+            "loc-ex-by-hand",
+            "naive_sides = [0.25, 0.25, 2.0, 4.0]\n"
+            "naive_sets = [2, 2, 3, 1]\n"
+            "kd_sets = [2, 2, 2, 2]\n",
+            "so only the third ever sends it",
+        ),
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    message = assignments.wrong_answer_message(tb, STEM, label, code)
+    assert expected in message, message
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_budget_check_accepts_a_correct_answer_at_other_seeds(tb, seed):
+    code = (
+        f"_rng = np.random.default_rng({seed})\n"
+        "eps_each = EPS_PER_M / 30\n"
+        "single = error_of_average(1, eps_each, 1000, _rng)\n"
+        "month = error_of_average(30, eps_each, 1000, _rng)\n"
+    )
+    found = assignments.exercise(STEM, "loc-ex-budget")
+    assert assignments.failure(tb, found, code) is None

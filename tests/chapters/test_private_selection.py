@@ -1,6 +1,7 @@
 """Tests for chapters/private-selection.ipynb: the chapter's own functions,
 run in its namespace."""
 
+import assignments
 import numpy as np
 import pytest
 from scipy import stats
@@ -706,3 +707,88 @@ def test_selection_dial_prose_numbers_from_the_data():
     # the rest": the others hold a visible share, the top three the most.
     share_rest = weights[3:].sum() / weights.sum()
     assert 0.05 < share_rest < 0.5
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "private-selection"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "sel-ex-monotone",
+            "general = exponential_probabilities(counts, 1, 0.05)[0]\n"
+            "monotone = general\n"
+            "monotone_ok_under_replace = False\n",
+            "you gave the general mechanism's probability",
+        ),
+        (
+            "sel-ex-laplace",
+            "exact_best = float("
+            "exponential_probabilities(correct, 1, 0.02)[best])\n"
+            "picks = {'laplace': 1 - exact_best, 'gumbel': 1 - exact_best}\n",
+            "that is the chance of missing it",
+        ),
+        (
+            "sel-ex-loss",
+            "log_grid = np.round(np.geomspace(1, 100_000, 101))\n"
+            "shortfall = 2 / 0.2 * np.log(len(log_grid))\n",
+            "drop the duplicates",
+        ),
+        (
+            "sel-ex-stream",
+            "m_over = next(m for m in range(1, 30)"
+            " if no_stop_loss(m, 0.5) > 0.5)\n"
+            "exact_loss = no_stop_loss(m_over, 1.0)\n",
+            "that is at the chapter's epsilon 1, not 0.5",
+        ),
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    message = assignments.wrong_answer_message(tb, STEM, label, code)
+    assert expected in message, message
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_sampled_checks_accept_correct_answers_at_other_seeds(tb, seed):
+    laplace = (
+        f"_g = np.random.default_rng({seed})\n"
+        "exact_best = float(exponential_probabilities(correct, 1, 0.02)"
+        "[best])\n"
+        "picks = {\n"
+        "    noise: float(np.mean(\n"
+        "        report_noisy_max(correct, 1, 0.02, _g, noise, 20_000) == best\n"
+        "    ))\n"
+        "    for noise in ('laplace', 'gumbel')\n"
+        "}\n"
+    )
+    stream = (
+        f"_g = np.random.default_rng({seed})\n"
+        "m_over = 3\n"
+        "exact_loss = no_stop_loss(3, 0.5)\n"
+        "sim_hits = []\n"
+        "for _a in (np.repeat([0.0, 1.0], 3), np.repeat([1.0, 0.0], 3)):\n"
+        "    _t = _g.laplace(0, 2 / 0.5, (200_000, 1))\n"
+        "    _q = _g.laplace(0, 4 / 0.5, (200_000, 6))\n"
+        "    _out = _a + _q >= 0.5 + _t\n"
+        "    _hit = (_out == np.repeat([True, False], 3)).all(axis=1)\n"
+        "    sim_hits.append(int(_hit.sum()))\n"
+    )
+    for label, code in (
+        ("sel-ex-laplace", laplace),
+        ("sel-ex-stream", stream),
+    ):
+        found = assignments.exercise(STEM, label)
+        assert assignments.failure(tb, found, code) is None, label
