@@ -1,6 +1,7 @@
 """Tests for chapters/continual-release.ipynb: the chapter's own functions,
 run in its namespace, checked against brute force and exact counts."""
 
+import assignments
 import numpy as np
 import pytest
 
@@ -356,3 +357,56 @@ def test_glued_worst_days_back_the_prose():
     assert tree == pytest.approx(levels * np.sqrt(2 * most_ones))
     assert inc == pytest.approx(np.sqrt(2 * horizon))
     assert tree > inc
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "continual-release"
+
+
+def test_the_book_s_solutions_get_full_marks(cr):
+    assignments.assert_full_marks(cr, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(cr):
+    assignments.assert_stubs_score_zero(cr, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "cont-ex-levels",
+            "levels_1000 = 11\n",
+            "= 10: blocks of 1, 2, ..., 512 days",
+        ),
+        (
+            "cont-ex-replace",
+            "largest_move = 2 * levels\n",
+            "below 2L",
+        ),
+        (
+            "cont-ex-gaussian",
+            "gauss_cross = 1024\n",
+            "the tree pays sqrt(L) in sensitivity",
+        ),
+        (
+            "cont-ex-padded",
+            "padded_extra = {365: 10 / 9 - 1, 512: 0.0}\n",
+            "only the scale",
+        ),
+    ],
+    ids=[
+        "ceil-levels",
+        "two-l",
+        "laplace-sensitivity",
+        "padded-sd-not-variance",
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    cr, label, code, expected
+):
+    # The book's answer first, then the wrong part over it.
+    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
+    message = assignments.wrong_answer_message(cr, STEM, label, answer + code)
+    assert expected in message, message

@@ -6,6 +6,7 @@ import ast
 import importlib.util
 import sys
 
+import assignments
 import numpy as np
 import pandas as pd
 import pytest
@@ -664,3 +665,56 @@ def test_import_cell_falls_back_when_pipeline_dp_is_missing(tb):
         else:
             sys.modules["pipeline_dp"] = saved
     assert namespace["pipeline_dp"] is None
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "dp-at-scale"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "scale-ex-group",
+            'group_epsilon = {"median": 0.5, "0.99-quantile": 0.5, "heaviest": 0.5}\n',
+            "by group privacy v rows at 0.5 each cost",
+        ),
+        (
+            "scale-ex-select-k",
+            "select_thresholds = {k: int(np.ceil(selection_threshold(1.0, 1e-5, k, 'laplace'))) for k in (1, 2, 3, 5, 10)}\n",
+            "the smallest whole threshold that does this",
+        ),
+        (
+            "scale-ex-select-k",
+            "best_select_k = 10\n",
+            "a larger k adds few people per shop",
+        ),
+        (
+            "scale-ex-quantile",
+            'q50_error_source = "noise"\n',
+            "so the bias dominates",
+        ),
+    ],
+    ids=[
+        "per-row-epsilon",
+        "laplace-threshold",
+        "largest-k-best",
+        "noise-at-median",
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    # The book's answer first, then the wrong part over it.
+    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
+    message = assignments.wrong_answer_message(tb, STEM, label, answer + code)
+    assert expected in message, message

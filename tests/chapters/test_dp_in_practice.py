@@ -1,5 +1,6 @@
 """Tests for chapters/dp-in-practice.ipynb: the chapter's own functions, run in its kernel."""
 
+import assignments
 import numpy as np
 import pytest
 from scipy import stats
@@ -498,3 +499,74 @@ def test_published_size_note_agrees_with_the_composition_rule():
     assert "post-processing" in note
     assert "cannot hide" in note
     assert "twice the $\\varepsilon$ at most" in note
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "dp-in-practice"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "practice-ex-inverted",
+            "true_loss = {1.0: 1.0, 2.0: 2.0}\n",
+            "the loss is Delta / scale = 0.5",
+        ),
+        (
+            "practice-ex-inverted",
+            "def inverted_breaks(epsilon, sensitivity):\n"
+            "    return epsilon > sensitivity\n",
+            "inverted_breaks(0.1, 0.5) is False",
+        ),
+        (
+            # the bound instead of the rate of the rounded mechanism
+            "practice-ex-rounding",
+            "rounded_rate = float(guessing_bound(0.5))\n",
+            "the attacker can only guess 1 above 0.5",
+        ),
+        (
+            # rounding to one decimal keeps the holes of the sampler
+            "practice-ex-rounding",
+            "def rounded_naive_laplace(value, sensitivity, epsilon, rng):\n"
+            "    return np.round(naive_laplace(value, sensitivity, epsilon,"
+            " rng), 1)\n",
+            "your releases are not all integers",
+        ),
+        (
+            "practice-ex-trials",
+            "false_flag_chance = {0.9: 0.9, 0.99: 0.99}\n",
+            "probability at most 1 - 0.9",
+        ),
+        (
+            # the event taken the wrong way round: reachable from 1 only
+            "practice-ex-holes",
+            "hits_one = 31_000\n",
+            "a count of 1 never lands there",
+        ),
+    ],
+    ids=[
+        "loss-inverted",
+        "breaks-inverted",
+        "bound-not-rate",
+        "not-integers",
+        "confidence-not-error",
+        "event-wrong-way",
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    # The book's answer first, then the wrong part over it.
+    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
+    message = assignments.wrong_answer_message(tb, STEM, label, answer + code)
+    assert expected in message, message

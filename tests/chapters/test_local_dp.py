@@ -4,6 +4,7 @@ its namespace."""
 import math
 from types import SimpleNamespace
 
+import assignments
 import nbformat
 import numpy as np
 import pytest
@@ -321,3 +322,62 @@ def test_halving_the_shuffled_target_takes_more_than_four_times_n(tb):
     """ln(1 + x) is not yet linear at 0.5: the ratio is near 5.2."""
     ratio = tb.value("float(n_quarter / n_half)")
     assert 4.8 < ratio < 5.6
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "local-dp"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "ldp-ex-crossover",
+            "wins = {1.0: 11, 2.0: 25}\n",
+            "while d < 3 e^eps + 2",
+        ),
+        (
+            "ldp-ex-shuffle-n",
+            "shuffle_n = 5_000\n",
+            "you need more devices",
+        ),
+        (
+            "ldp-ex-fingerprint",
+            "smaller_eps_less_fingerprint = True\n",
+            "value privacy is not unlinkability",
+        ),
+        (
+            "ldp-ex-days",
+            "days_budget = 0.5\n",
+            "compose to",
+        ),
+        (
+            "ldp-ex-days",
+            "days_needed = 100\ndays_budget = 50.0\n",
+            "not yet 90%",
+        ),
+    ],
+    ids=[
+        "bound-rounded-up",
+        "too-few-devices",
+        "smaller-eps-hides",
+        "one-day-budget",
+        "too-early",
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    # The book's answer first, then the wrong part over it.
+    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
+    message = assignments.wrong_answer_message(tb, STEM, label, answer + code)
+    assert expected in message, message

@@ -1,6 +1,7 @@
 """Tests for chapters/many-queries.ipynb: the chapter's own functions, run
 in its namespace."""
 
+import assignments
 import numpy as np
 import pytest
 
@@ -257,3 +258,56 @@ def test_stored_dial_is_vega_lite_5_with_a_labelled_slider():
     assert bind["min"] < param["value"] < bind["max"]
     vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
     assert any(s["name"] == "epsilon" for s in vega["signals"])
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "many-queries"
+
+
+def test_the_book_s_solutions_get_full_marks(mq):
+    assignments.assert_full_marks(mq, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(mq):
+    assignments.assert_stubs_score_zero(mq, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "mq-ex-prefix",
+            "prefix_errors = {n: strategy_error(S, RANGE_GRAM, n_queries, 1.0) for n, S in strategies.items()}\n",
+            "with the prefix workload's",
+        ),
+        (
+            "mq-ex-by-hand",
+            "first_leaf_variance_ratio = float(np.sqrt(2 / 3))\n",
+            "= 2/3 sigma^2",
+        ),
+        (
+            "mq-ex-bias",
+            "bias_zero_025 = -0.1\n",
+            "clipping at zero pushes empty",
+        ),
+        (
+            "mq-ex-mwem",
+            "direct_expected_err = 32.0\n",
+            "has mean absolute value 4",
+        ),
+    ],
+    ids=[
+        "range-gram",
+        "sd-not-variance",
+        "no-clipping-bias",
+        "variance-not-abs",
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    mq, label, code, expected
+):
+    # The book's answer first, then the wrong part over it.
+    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
+    message = assignments.wrong_answer_message(mq, STEM, label, answer + code)
+    assert expected in message, message

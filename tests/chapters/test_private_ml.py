@@ -2,6 +2,7 @@
 membership attack, DP-SGD (clipping, noise, the expected-batch divisor), its
 accounting against dp-accounting called directly, and diffprivlib."""
 
+import assignments
 import dp_accounting
 import numpy as np
 import pandas as pd
@@ -864,3 +865,56 @@ def test_canary_false_positive_rate_is_glued_as_measured(ch):
     # 300 runs without the canary: the FPR is a count over 300.
     runs = glued("pml_canary_runs")
     assert fpr * runs == pytest.approx(round(fpr * runs))
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "private-ml"
+
+
+def test_the_book_s_solutions_get_full_marks(ch):
+    assignments.assert_full_marks(ch, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(ch):
+    assignments.assert_stubs_score_zero(ch, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "pml-ex-clip",
+            "sigma_for_clip = {c: noise_multipliers[1.0] / c for c in (0.1, 1.0, 10.0)}\n",
+            "the same sigma",
+        ),
+        (
+            "pml-ex-batch",
+            "batch_table = batch_table.assign(**{'noise sd per step': batch_table['noise multiplier'] * CLIP_NORM})\n",
+            "divided by the expected batch",
+        ),
+        (
+            "pml-ex-replace",
+            "replace_epsilon = 1.0\n",
+            "two add-or-remove steps",
+        ),
+        (
+            "pml-ex-scaling",
+            "sensitivity_still_clip = True\n",
+            "no longer C",
+        ),
+    ],
+    ids=[
+        "sigma-scales-with-clip",
+        "batch-not-averaged",
+        "replace-same-epsilon",
+        "scaling-fine",
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    ch, label, code, expected
+):
+    # The book's answer first, then the wrong part over it.
+    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
+    message = assignments.wrong_answer_message(ch, STEM, label, answer + code)
+    assert expected in message, message

@@ -4,6 +4,7 @@ run in its namespace, and the claims its prose makes about glued values."""
 import itertools
 from collections import deque
 
+import assignments
 import numpy as np
 import pytest
 from scipy import stats
@@ -740,3 +741,56 @@ def test_cks_conversion_agrees_with_dp_accounting(tb):
     assert glued("synth_cks_ratio") == pytest.approx(1.394, abs=0.001)
     message = value_error_message(tb, "cks_rho_for_epsilon(0, 1e-6)")
     assert "epsilon" in message
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "synthetic-data"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "synth-ex-mutual-information",
+            "def mutual_information(codes, i, j):\n    joint = synth_marginal(codes, SYNTH_SIZES, [i, j]) / len(codes)\n    product = np.outer(joint.sum(axis=1), joint.sum(axis=0))\n    seen = joint > 0\n    return float((joint[seen] * np.log2(joint[seen] / product[seen])).sum())\n",
+            "natural log",
+        ),
+        (
+            "synth-ex-mutual-information",
+            "l1_score_sensitivity = 2\n",
+            "the L1 score moves by at most 1",
+        ),
+        (
+            "synth-ex-bound",
+            "allowed_tpr = np.exp(1.0) * fpr_1 * 2\n",
+            "e^epsilon FPR + delta",
+        ),
+        (
+            "synth-ex-worst-pair",
+            'worst_error_source = "noise"\n',
+            "from the tree approximation",
+        ),
+    ],
+    ids=[
+        "log2-mi",
+        "sensitivity-two",
+        "no-delta",
+        "noise-blamed",
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    # The book's answer first, then the wrong part over it.
+    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
+    message = assignments.wrong_answer_message(tb, STEM, label, answer + code)
+    assert expected in message, message
