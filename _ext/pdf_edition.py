@@ -56,6 +56,9 @@ MARKER = "%BOOK-EDITION "
 # Widths (in per cent) of the columns of a table that lists exercises:
 # chapter, prerequisites, time, exercises.
 EXERCISE_TABLE_WIDTHS = [20, 22, 9, 49]
+# The instructors' table of graded and written exercises: chapter, count,
+# exercises, count, exercises.
+GRADED_TABLE_WIDTHS = [24, 8, 30, 8, 30]
 
 PREAMBLE = r"""
 % --- pdf_edition (_ext/pdf_edition.py) ---
@@ -158,12 +161,16 @@ class NumberExerciseLists(SphinxPostTransform):
                             child, nodes.raw("", "\\newline ", format="latex")
                         )
             specs = list(table.findall(nodes.colspec))
-            if listed and len(specs) == len(EXERCISE_TABLE_WIDTHS):
+            widths = {
+                len(EXERCISE_TABLE_WIDTHS): EXERCISE_TABLE_WIDTHS,
+                len(GRADED_TABLE_WIDTHS): GRADED_TABLE_WIDTHS,
+            }.get(len(specs))
+            if listed and widths:
                 table["classes"] += ["longtable"]
                 # Narrow columns read better ragged right than justified.
                 spec = "".join(
                     r">{\raggedright\arraybackslash}\X{%d}{100}" % width
-                    for width in EXERCISE_TABLE_WIDTHS
+                    for width in widths
                 )
                 table.parent.insert(
                     table.parent.index(table),
