@@ -1565,6 +1565,31 @@ def _deploy_texts(values):
     ]
 
 
+def _error_rows(values):
+    """The tail of the planar Laplace radius, Gamma(2, 1/epsilon) per km,
+    from scipy on the distances the chapter stored."""
+    from scipy import stats  # noqa: PLC0415
+
+    law = stats.gamma(a=2, scale=1 / values["epsilon"])
+    return [
+        {"distance_km": d, "beyond": float(law.sf(d))}
+        for d in (
+            row["distance_km"] for row in _stored_grid("location-privacy")
+        )
+    ]
+
+
+def _error_texts(values):
+    from scipy import stats  # noqa: PLC0415
+
+    epsilon = values["epsilon"]
+    far = stats.gamma(a=2, scale=1 / epsilon).sf(1.0)
+    return [
+        f"ε = {epsilon:.1f} per km: mean error {2000 / epsilon:,.0f} m,"
+        f" {far:.1%} of reports farther than 1 km"
+    ]
+
+
 DIALS = [
     Dial(
         "chapters/differential-privacy",
@@ -1648,6 +1673,13 @@ DIALS = [
         ("epsilon", "error", "posterior"),
         _deploy_rows,
         _deploy_texts,
+    ),
+    Dial(
+        "chapters/location-privacy",
+        {"epsilon": "privacy parameter ε per km"},
+        ("distance_km", "beyond"),
+        _error_rows,
+        _error_texts,
     ),
 ]
 DIAL_PAGE = DIALS[0].page
