@@ -1585,8 +1585,8 @@ def _error_texts(values):
     epsilon = values["epsilon"]
     far = stats.gamma(a=2, scale=1 / epsilon).sf(1.0)
     return [
-        f"ε = {epsilon:.1f} per km: mean error {2000 / epsilon:,.0f} m,"
-        f" {far:.1%} of reports farther than 1 km"
+        f"ε = {epsilon:.1f} per km: mean error {2000 / epsilon:,.0f} m",
+        f"{far:.1%} of reports farther than 1 km",
     ]
 
 
@@ -1665,8 +1665,8 @@ def _partition_texts(values):
     )
     total = sum(r["shops"] for r in shops)
     return [
-        f"ε = {epsilon:.2f}, δ = 1e{log10_delta}: threshold {t} people;"
-        f" {expected:.1f} of {total} shops expected in the list"
+        f"ε = {epsilon:.2f}, δ = 1e{log10_delta}: threshold {t} people",
+        f"{expected:.1f} of {total} shops expected in the list",
     ]
 
 
