@@ -700,11 +700,15 @@ def _vega(expression, signals, datum):
 
 def _run_layer(spec, layer, signals):
     """The rows of one layer after its transforms, as Vega computes them."""
-    transforms = spec["layer"][layer]["transform"]
-    data = spec["layer"][layer].get("data", spec.get("data"))
+    part = spec["layer"][layer]
+    data = part.get("data", spec.get("data"))
+    while "layer" in part:  # a layer of text marks: its first
+        part = part["layer"][0]
+        data = part.get("data", data)
+    transforms = part["transform"]
     rows = [dict(r) for r in spec["datasets"][data["name"]]]
     for step in transforms:
-        if step.get("as") == "text":  # string building: the browser's
+        if step.get("as", "").endswith("text"):  # texts: the browser test
             continue
         if "calculate" in step:
             for r in rows:
