@@ -1565,6 +1565,124 @@ def _deploy_texts(values):
     ]
 
 
+def _error_rows(values):
+    """The tail of the planar Laplace radius, Gamma(2, 1/epsilon) per km,
+    from scipy on the distances the chapter stored."""
+    from scipy import stats  # noqa: PLC0415
+
+    law = stats.gamma(a=2, scale=1 / values["epsilon"])
+    return [
+        {"distance_km": d, "beyond": float(law.sf(d))}
+        for d in (
+            row["distance_km"] for row in _stored_grid("location-privacy")
+        )
+    ]
+
+
+def _error_texts(values):
+    from scipy import stats  # noqa: PLC0415
+
+    epsilon = values["epsilon"]
+    far = stats.gamma(a=2, scale=1 / epsilon).sf(1.0)
+    return [
+        f"ε = {epsilon:.1f} per km: mean error {2000 / epsilon:,.0f} m",
+        f"{far:.1%} of reports farther than 1 km",
+    ]
+
+
+def _stored_glue(chapter: str, name: str) -> str:
+    """The text a chapter stored for its glued value `name`."""
+    for cell in json.loads(
+        (ROOT / "chapters" / f"{chapter}.ipynb").read_text("utf-8")
+    )["cells"]:
+        for output in cell.get("outputs", []):
+            if (
+                output.get("metadata", {}).get("scrapbook", {}).get("name")
+                == name
+            ):
+                text = output["data"][
+                    "application/papermill.record/text/plain"
+                ]
+                return "".join(text) if isinstance(text, list) else text
+    raise KeyError(name)
+
+
+def _partition_threshold(epsilon, delta, k):
+    """Smallest whole T >= 2 with Pr[1 + Z >= T] = a^(T-1) / (1 + a) at
+    most delta / k, for two-sided geometric Z, a = exp(-epsilon / k)."""
+    import math  # noqa: PLC0415
+
+    alpha = math.exp(-epsilon / k)
+    t = 2
+    while alpha ** (t - 1) / (1 + alpha) > delta / k:
+        t += 1
+    return t
+
+
+def _partition_probability(n, t, epsilon, k):
+    """Pr[n + Z >= t]: Pr[Z >= j] = a^j / (1 + a) for j >= 1."""
+    import math  # noqa: PLC0415
+
+    alpha = math.exp(-epsilon / k)
+    gap = t - n
+    if gap >= 1:
+        return alpha**gap / (1 + alpha)
+    return 1 - alpha ** (1 - gap) / (1 + alpha)
+
+
+def _partition_rows(values):
+    """Release probability on the stored grid of shop sizes, at the
+    threshold found here by search (k as the chapter glued it)."""
+    k = int(_stored_glue("dp-at-scale", "scale_k"))
+    epsilon, delta = values["epsilon"], 10.0 ** values["log10_delta"]
+    t = _partition_threshold(epsilon, delta, k)
+    (spec_rows,) = [
+        rows
+        for rows in _stored_datasets("dp-at-scale")
+        if rows and "n" in rows[0]
+    ]
+    return [
+        {
+            "n": r["n"],
+            "probability": _partition_probability(r["n"], t, epsilon, k),
+        }
+        for r in spec_rows
+    ]
+
+
+def _partition_texts(values):
+    k = int(_stored_glue("dp-at-scale", "scale_k"))
+    epsilon, log10_delta = values["epsilon"], round(values["log10_delta"])
+    t = _partition_threshold(epsilon, 10.0**log10_delta, k)
+    (shops,) = [
+        rows
+        for rows in _stored_datasets("dp-at-scale")
+        if rows and "shops" in rows[0]
+    ]
+    expected = sum(
+        r["shops"] * _partition_probability(r["people"], t, epsilon, k)
+        for r in shops
+    )
+    total = sum(r["shops"] for r in shops)
+    return [
+        f"ε = {epsilon:.2f}, δ = 1e{log10_delta}: threshold {t} people",
+        f"{expected:.1f} of {total} shops expected in the list",
+    ]
+
+
+def _stored_datasets(chapter: str) -> list:
+    """Every dataset of the one Vega-Lite output the chapter stored."""
+    spec = next(
+        output["data"]["application/vnd.vegalite.v5+json"]
+        for cell in json.loads(
+            (ROOT / "chapters" / f"{chapter}.ipynb").read_text("utf-8")
+        )["cells"]
+        for output in cell.get("outputs", [])
+        if "application/vnd.vegalite.v5+json" in output.get("data", {})
+    )
+    return list(spec["datasets"].values())
+
+
 DIALS = [
     Dial(
         "chapters/differential-privacy",
@@ -1648,6 +1766,20 @@ DIALS = [
         ("epsilon", "error", "posterior"),
         _deploy_rows,
         _deploy_texts,
+    ),
+    Dial(
+        "chapters/location-privacy",
+        {"epsilon": "privacy parameter ε per km"},
+        ("distance_km", "beyond"),
+        _error_rows,
+        _error_texts,
+    ),
+    Dial(
+        "chapters/dp-at-scale",
+        {"epsilon": "privacy parameter ε", "log10_delta": "log₁₀ δ"},
+        ("n", "probability"),
+        _partition_rows,
+        _partition_texts,
     ),
 ]
 DIAL_PAGE = DIALS[0].page

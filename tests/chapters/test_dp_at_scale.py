@@ -718,3 +718,146 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
     answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
     message = assignments.wrong_answer_message(tb, STEM, label, answer + code)
     assert expected in message, message
+
+
+# --- the partition-selection dial ----------------------------------------------
+
+
+def _stored_partition_dial():
+    import json  # noqa: PLC0415
+
+    cells = json.loads(
+        (CHAPTERS_DIR / "dp-at-scale.ipynb").read_text("utf-8")
+    )["cells"]
+    (data,) = [
+        output["data"]
+        for cell in cells
+        if cell["cell_type"] == "code"
+        for output in cell.get("outputs", [])
+        if "application/vnd.vegalite.v5+json" in output.get("data", {})
+    ]
+    return data
+
+
+def _vega(expression, signals, datum):
+    """Evaluate a Vega expression (signals, datum.x, a ? b : c) in Python."""
+    import re  # noqa: PLC0415
+
+    code = expression.replace("datum.", "_d_")
+    ternary = re.fullmatch(r"(.+?) \? (.+) : (.+)", code)
+    if ternary:
+        code = "({1}) if ({0}) else ({2})".format(*ternary.groups())
+    names = {f"_d_{k}": v for k, v in datum.items()}
+    functions = {"exp": np.exp, "pow": np.power, "round": np.round}
+    return eval(code, {**functions, **signals, **names})
+
+
+def _run_layer(spec, layer, signals):
+    """The rows of one layer after its transforms, as Vega computes them."""
+    part = spec["layer"][layer]
+    data = part.get("data", spec.get("data"))
+    while "layer" in part:  # a layer of text marks: its first
+        part = part["layer"][0]
+        data = part.get("data", data)
+    transforms = part["transform"]
+    rows = [dict(r) for r in spec["datasets"][data["name"]]]
+    for step in transforms:
+        if step.get("as", "").endswith("text"):  # texts: the browser test
+            continue
+        if "calculate" in step:
+            for r in rows:
+                r[step["as"]] = _vega(step["calculate"], signals, r)
+        elif "lookup" in step:
+            table = spec["datasets"][step["from"]["data"]["name"]]
+            index = {r[step["from"]["key"]]: r for r in table}
+            for r in rows:
+                for field in step["from"]["fields"]:
+                    r[field] = index[r[step["lookup"]]][field]
+        elif "filter" in step:
+            rows = [r for r in rows if _vega(step["filter"], signals, r)]
+        elif "aggregate" in step:
+            ops = {"sum": sum, "max": max}
+            rows = [
+                {
+                    a["as"]: ops[a["op"]](r[a["field"]] for r in rows)
+                    for a in step["aggregate"]
+                }
+            ]
+    return rows
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "people_bounded, 5, (1.0, 0.25, 3.0, 0.3), (-5, -10, -2)",  # steps
+        "people_bounded, 5, (4.0, 0.25, 3.0, 0.25), (-5, -10, -2)",  # start
+        "people_bounded, 5, (1.0, 0.25, 3.0, 0.25), (-5.5, -10, -2)",  # whole
+        "people_bounded, 5, (1.0, 0.25, 3.0, 0.25), (-5, -10, 0)",  # delta 1
+        "people_bounded, 0, (1.0, 0.25, 3.0, 0.25), (-5, -10, -2)",  # k = 0
+        "people_bounded.iloc[:0], 5, (1.0, 0.25, 3.0, 0.25), (-5, -10, -2)",
+    ],
+)
+def test_partition_dial_rejects_bad_inputs(tb, args):
+    value_error_message(tb, f"partition_dial({args})")
+
+
+def test_stored_partition_dial_is_the_chapters_selection(tb):
+    """Every slider position has a threshold meeting the theorem's
+    condition (p1(T) <= delta / k, and T - 1 would not); at several
+    positions the curve is release_probability and the summary the
+    expected number of released shops; Vega compiles the figure."""
+    import vl_convert  # noqa: PLC0415
+
+    data = _stored_partition_dial()
+    spec = data["application/vnd.vegalite.v5+json"]
+    text = data["text/plain"]
+    assert ("".join(text) if isinstance(text, list) else text) == (
+        spec["description"]
+    )
+    k = tb.value("K_CHOSEN")
+    eps_param, delta_param = spec["params"]
+    assert eps_param["value"] == tb.value("SELECT_EPSILON")
+    assert delta_param["value"] == -5
+    assert eps_param["bind"]["min"] == glued_value(
+        "dp-at-scale", "scale_dial_eps_low"
+    )
+    assert eps_param["bind"]["max"] == glued_value(
+        "dp-at-scale", "scale_dial_eps_high"
+    )
+    epsilons = np.arange(0.25, 3.0 + 1e-9, 0.25)
+    deltas = range(-10, -1)
+    for eps in epsilons:
+        for log10_delta in deltas:
+            signals = {"epsilon": eps, "log10_delta": log10_delta}
+            (rule,) = _run_layer(spec, 1, signals)
+            t = rule["threshold"]
+            p1 = tb.value(
+                f"float(release_probability(1, {t}, {eps}, {k}, 'geometric'))"
+            )
+            before = tb.value(
+                f"float(release_probability(1, {t - 1}, {eps}, {k},"
+                " 'geometric'))"
+            )
+            assert p1 <= 10.0**log10_delta / k
+            assert t == 2 or before > 10.0**log10_delta / k
+    for eps, log10_delta in [(0.25, -10), (1.0, -5), (2.5, -3), (3.0, -2)]:
+        signals = {"epsilon": eps, "log10_delta": log10_delta}
+        rows = _run_layer(spec, 0, signals)
+        n = [r["n"] for r in rows]
+        expected = tb.value(
+            f"release_probability({n}, selection_threshold({eps},"
+            f" 1e{log10_delta}, K_CHOSEN), {eps}, K_CHOSEN,"
+            " 'geometric').tolist()"
+        )
+        shown = [r["probability"] for r in rows]
+        assert shown == pytest.approx(expected, rel=1e-9, abs=1e-15)
+        (summary,) = _run_layer(spec, 2, signals)
+        assert summary["expected"] == pytest.approx(
+            tb.value(f"expected_released({eps}, 1e{log10_delta})[1]"),
+            rel=1e-9,
+        )
+    assert _run_layer(spec, 2, {"epsilon": 1.0, "log10_delta": -5})[0][
+        "expected"
+    ] == pytest.approx(glued_value("dp-at-scale", "scale_expected_released"))
+    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
+    assert {"epsilon", "log10_delta"} <= {s["name"] for s in vega["signals"]}

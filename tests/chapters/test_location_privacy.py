@@ -721,3 +721,90 @@ def test_the_budget_check_accepts_a_correct_answer_at_other_seeds(tb, seed):
     )
     found = assignments.exercise(STEM, "loc-ex-budget")
     assert assignments.failure(tb, found, code) is None
+
+
+# --- the error dial ----------------------------------------------------------
+
+
+def _stored_error_dial():
+    cells = json.loads(
+        (CHAPTERS_DIR / "location-privacy.ipynb").read_text("utf-8")
+    )["cells"]
+    (data,) = [
+        output["data"]
+        for cell in cells
+        if cell["cell_type"] == "code"
+        for output in cell.get("outputs", [])
+        if "application/vnd.vegalite.v5+json" in output.get("data", {})
+    ]
+    return data
+
+
+def _evaluate(expression, epsilon, datum):
+    """A Vega expression of `epsilon` and `datum.x`, in Python."""
+    import numpy as np  # noqa: PLC0415
+
+    names = {f"_d_{k}": v for k, v in datum.items()}
+    code = expression.replace("datum.", "_d_")
+    return eval(code, {"exp": np.exp, "epsilon": epsilon, **names})
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        "7.0, 1.0, 20.0, 0.5, max_km=0",  # no distances
+        "30.0, 1.0, 20.0, 0.5",  # start above high
+        "7.0, 0.0, 20.0, 0.5",  # low 0
+        "7.0, 1.0, 20.0, 0",  # step 0
+        "7.0, 1.0, float('inf'), 0.5",  # infinite high
+        "7.0, 1.0, 20.0, float('nan')",  # step nan
+    ],
+)
+def test_error_dial_rejects_bad_inputs(tb, args):
+    value_error_message(tb, f"error_dial({args})")
+
+
+def test_stored_error_dial_is_the_radial_law(tb):
+    """At several epsilons the stored curve, evaluated at the radius that
+    planar_laplace_radius gives for p, is 1 - p; the summary's mean is
+    2 / epsilon; the slider's range is the glued one; Vega compiles it."""
+    import numpy as np  # noqa: PLC0415
+    import vl_convert  # noqa: PLC0415
+
+    data = _stored_error_dial()
+    spec = data["application/vnd.vegalite.v5+json"]
+    text = data["text/plain"]
+    text = "".join(text) if isinstance(text, list) else text
+    assert text == spec["description"]
+    assert "slider" in spec["description"]
+    (param,) = spec["params"]
+    assert param["value"] == glued_value("location-privacy", "loc_dial_start")
+    assert param["bind"]["min"] == glued_value(
+        "location-privacy", "loc_dial_low"
+    )
+    assert param["bind"]["max"] == glued_value(
+        "location-privacy", "loc_dial_high"
+    )
+    rows = max(spec["datasets"].values(), key=len)
+    distances = [row["distance_km"] for row in rows]
+    assert distances[0] == 0 and distances[-1] == 5.0
+    (curve,) = [
+        step["calculate"]
+        for step in spec["layer"][0]["transform"]
+        if step.get("as") == "beyond"
+    ]
+    summary = {
+        step["as"]: step["calculate"] for step in spec["layer"][1]["transform"]
+    }
+    for epsilon in [1.0, 7.0, 20.0]:
+        ps = np.array([0.0, 0.1, 0.5, 0.9, 0.999])
+        radii = tb.value(
+            f"planar_laplace_radius({ps.tolist()}, {epsilon}).tolist()"
+        )
+        shown = [_evaluate(curve, epsilon, {"distance_km": r}) for r in radii]
+        assert shown == pytest.approx(1 - ps, rel=1e-9, abs=1e-12)
+        assert _evaluate(summary["mean_km"], epsilon, {}) == pytest.approx(
+            2 / epsilon
+        )
+    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
+    assert "epsilon" in {s["name"] for s in vega["signals"]}
