@@ -58,7 +58,7 @@ MARKER = "%BOOK-EDITION "
 EXERCISE_TABLE_WIDTHS = [20, 22, 9, 49]
 # The instructors' table of graded and written exercises: chapter, count,
 # exercises, count, exercises.
-GRADED_TABLE_WIDTHS = [24, 8, 30, 8, 30]
+GRADED_TABLE_WIDTHS = [22, 10, 29, 10, 29]
 
 PREAMBLE = r"""
 % --- pdf_edition (_ext/pdf_edition.py) ---
@@ -359,7 +359,10 @@ def box_lines(text: str, start: int) -> tuple[int, bool]:
 def keep_boxes_together(text: str) -> str:
     def room(match):
         lines, has_code = box_lines(text, match.start())
-        needed = 6
+        # A box without code: room for its title and its first lines, or
+        # for the whole box when it is short (a title bar alone at the
+        # foot of a page reads as a box with nothing in it).
+        needed = max(6, min(int(lines * 1.1) + 3, 10))
         if has_code and lines <= BOX_LINES_MAX:
             # code lines are set a little taller than text, and the box
             # adds its title bar and padding
