@@ -861,3 +861,47 @@ def test_stored_partition_dial_is_the_chapters_selection(tb):
     ] == pytest.approx(glued_value("dp-at-scale", "scale_expected_released"))
     vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
     assert {"epsilon", "log10_delta"} <= {s["name"] for s in vega["signals"]}
+
+
+def test_dial_prose_numbers_from_the_geometric_tail():
+    """The glued numbers of the dial's prose, recomputed without the
+    chapter's functions: the smallest T with a^(T-1) / (1 + a) <= delta / k,
+    the expected number of released shops from the stored shop sizes, and
+    the chance 1 / (1 + a) that a shop of exactly T people is kept."""
+    import math  # noqa: PLC0415
+
+    k = int(glued_value("dp-at-scale", "scale_k"))
+    spec = _stored_partition_dial()["application/vnd.vegalite.v5+json"]
+    (table,) = [
+        rows for rows in spec["datasets"].values() if "shops" in rows[0]
+    ]
+
+    def threshold(eps, delta):
+        alpha, t = math.exp(-eps / k), 2
+        while alpha ** (t - 1) / (1 + alpha) > delta / k:
+            t += 1
+        return t
+
+    def kept(n, t, eps):
+        alpha, gap = math.exp(-eps / k), t - n
+        if gap >= 1:
+            return alpha**gap / (1 + alpha)
+        return 1 - alpha ** (1 - gap) / (1 + alpha)
+
+    for eps, delta, name in [
+        (glued_value("dp-at-scale", "scale_dial_eps_low"), 1e-10, "strict"),
+        (glued_value("dp-at-scale", "scale_dial_eps_high"), 1e-2, "loose"),
+    ]:
+        t = threshold(eps, delta)
+        assert glued_value("dp-at-scale", f"scale_dial_t_{name}") == t
+        expected = sum(r["shops"] * kept(r["people"], t, eps) for r in table)
+        assert glued_value(
+            "dp-at-scale", f"scale_dial_released_{name}"
+        ) == pytest.approx(expected, rel=1e-9)
+    eps_low = glued_value("dp-at-scale", "scale_dial_eps_low")
+    assert glued_value("dp-at-scale", "scale_dial_p_at_strict") == (
+        pytest.approx(1 / (1 + math.exp(-eps_low / k)), rel=1e-12)
+    )
+    assert sum(r["shops"] for r in table) == glued_value(
+        "dp-at-scale", "scale_dial_n_shops"
+    )

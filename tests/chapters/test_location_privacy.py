@@ -808,3 +808,25 @@ def test_stored_error_dial_is_the_radial_law(tb):
         )
     vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
     assert "epsilon" in {s["name"] for s in vega["signals"]}
+
+
+def test_error_dial_prose_numbers_from_the_radial_law():
+    """The glued numbers of the dial's prose, from the closed form of the
+    Gamma(2, 1/epsilon) tail, (1 + epsilon r) exp(-epsilon r), and its mean
+    2 / epsilon, with r in km and the means in metres."""
+    import math  # noqa: PLC0415
+
+    low = glued_value("location-privacy", "loc_dial_low")
+    high = glued_value("location-privacy", "loc_dial_high")
+    assert glued_value("location-privacy", "loc_dial_mean_low") == (
+        pytest.approx(2000 / low)
+    )
+    assert glued_value("location-privacy", "loc_dial_mean_high") == (
+        pytest.approx(2000 / high)
+    )
+    assert glued_value("location-privacy", "loc_dial_beyond_low") == (
+        pytest.approx((1 + low) * math.exp(-low), rel=1e-12)
+    )
+    # The start is close to the chapter's log 4 per 200 m, in km.
+    start = glued_value("location-privacy", "loc_dial_start")
+    assert abs(start - 1000 * math.log(4) / 200) < 0.1
