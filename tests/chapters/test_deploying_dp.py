@@ -3,6 +3,7 @@ in its namespace, checked against independent computations."""
 
 import math
 
+import assignments
 import numpy as np
 import pytest
 from scipy import stats
@@ -330,3 +331,75 @@ def test_stored_dial_compiles_with_a_labelled_slider(tb):
 )
 def test_bad_input_raises_value_error(tb, expression):
     value_error_message(tb, expression)
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "deploying-dp"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "dep-ex-census-delta",
+            "eps_at_delta = {\n"
+            "    d: (by_delta.loc[d, 'Canonne et al.'], by_delta.loc[d, 'book'])\n"
+            "    for d in deltas\n"
+            "}\n",
+            "the two conversions are swapped",
+        ),
+        (
+            # the value of a record treated as one add/remove step
+            "dep-ex-rare",
+            "rare_value_epsilon = presence_end\n"
+            "rare_presence_epsilon = presence_end\n"
+            "rare_value_error = best['presence']\n"
+            "rare_presence_error = best['presence']\n",
+            "two add/remove steps",
+        ),
+        (
+            "dep-ex-rare",
+            "rare_value_epsilon = value_end\n"
+            "rare_presence_epsilon = presence_end\n"
+            "rare_value_error = best['value'] // 2\n"
+            "rare_presence_error = best['presence']\n",
+            "the discrete Laplace noise stays within",
+        ),
+        (
+            "dep-ex-simultaneous",
+            "eps_all_cells = epsilon_for_accuracy(25, 0.05 / 17)\n"
+            "all_within_share = all_within\n"
+            "n_simulated_tables = 50_000\n",
+            "is the union bound",
+        ),
+        (
+            # a share of cells within +-25 instead of whole tables
+            "dep-ex-simultaneous",
+            "eps_all_cells = eps_all\n"
+            "all_within_share = float(np.mean(np.abs(draws) <= 25))\n"
+            "n_simulated_tables = draws.shape[0]\n",
+            "count a table only if all 17 of its noises",
+        ),
+    ],
+    ids=[
+        "swapped-conversions",
+        "value-as-presence",
+        "wrong-error",
+        "union-bound",
+        "cells-not-tables",
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    message = assignments.wrong_answer_message(tb, STEM, label, code)
+    assert expected in message, message

@@ -1,6 +1,7 @@
 """Tests for chapters/dp-statistics.ipynb: the chapter's own functions and
 the coverage and type I error it measured, run in its namespace."""
 
+import assignments
 import numpy as np
 import pytest
 from scipy import integrate, stats
@@ -441,3 +442,88 @@ def test_regression_intervals_on_samples_are_very_wide(ns):
     slope = ns["fit_clipped"].params[2]
     widths = ns["regression_widths"].loc["education"]
     assert (widths > 50 * slope).all(), widths
+
+
+# --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
+
+STEM = "dp-statistics"
+
+
+def test_the_book_s_solutions_get_full_marks(tb):
+    assignments.assert_full_marks(tb, STEM)
+
+
+def test_the_untouched_student_notebook_scores_zero(tb):
+    assignments.assert_stubs_score_zero(tb, STEM)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "stats-ex-accuracy-99",
+            "laplace_error_99 = 0.5 * np.log(100)\n"
+            "discrete_error_99 = 0.5 * np.log(100)\n"
+            "opendp_argument = 'alpha'\n",
+            "the scale is 1/epsilon = 2, not epsilon",
+        ),
+        (
+            "stats-ex-accuracy-99",
+            "laplace_error_99 = 2 * np.log(100)\n"
+            "discrete_error_99 = 2 * np.log(100)\n"
+            "opendp_argument = 'scale'\n",
+            "the integer noise has Pr[|Z| >= a] <= 1% from a",
+        ),
+        (
+            "stats-ex-sample-size",
+            "n_needed_01 = int(needed[0.1]) // 2\n"
+            "n_needed_05 = int(needed[0.5])\n",
+            "is still too large next to the sampling sd",
+        ),
+        (
+            "stats-ex-small-test",
+            "small_naive_rate = float(small_naive)\n"
+            "small_mc_rate = float(small_mc)\n"
+            "small_naive_se = float(np.sqrt(small_naive * (1 - small_naive)))\n"
+            "small_mc_se = float(np.sqrt(small_mc * (1 - small_mc)))\n",
+            "has se sqrt(r(1 - r)/1000)",
+        ),
+        (
+            # the type I error at the chapter's epsilon of 1 instead of 0.1
+            "stats-ex-small-test",
+            "_r = np.random.default_rng(7)\n"
+            "_t = multinomial_tables(np.full(1_000, 200), null_shares, _r)\n"
+            "_n = laplace_mechanism(_t, 1, 1.0, _r)\n"
+            "small_naive_rate = float(np.mean(\n"
+            "    chi_square_statistic(_n) > stats.chi2.ppf(0.95, df=1)))\n"
+            "small_mc_rate = float(small_mc)\n"
+            "small_naive_se = float(np.sqrt(\n"
+            "    small_naive_rate * (1 - small_naive_rate) / 1e3))\n"
+            "small_mc_se = float(np.sqrt(small_mc * (1 - small_mc) / 1e3))\n",
+            "further apart than chance allows",
+        ),
+        (
+            # the correction forgotten: the clamped total reported twice
+            "stats-ex-clamp-correction",
+            "_c = summary.loc['clamped']\n"
+            "_u = summary.loc['unclamped']\n"
+            "clamp_answer = {'clamped': (_c['mean'], _c['std']),\n"
+            "    'corrected': (_c['mean'], _c['std']),\n"
+            "    'unclamped': (_u['mean'], _u['std'])}\n",
+            "subtract (b/2) exp(-max(0, c)/b) for every cell",
+        ),
+    ],
+    ids=[
+        "epsilon-as-scale",
+        "discrete-as-continuous",
+        "n-too-small",
+        "se-without-n",
+        "wrong-epsilon",
+        "no-correction",
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    message = assignments.wrong_answer_message(tb, STEM, label, code)
+    assert expected in message, message
