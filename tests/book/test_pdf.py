@@ -243,7 +243,7 @@ def test_instructors_table_lists_every_exercise_whole(pdf_pages):
         )
 
     start = heading("C.1 The chapters")
-    end = heading("C.2 Learning objectives at a glance")
+    end = heading("C.2 Graded assignments")
     column = exercise_column(pdf_pages[start : end + 1])
     exercises = exercise_titles()
     assert len(exercises) >= 4 * len(chapter_notebooks())
@@ -256,7 +256,11 @@ def test_instructors_table_lists_every_exercise_whole(pdf_pages):
     before = [
         line for line in pdf_pages[start - 1].splitlines() if line.strip()
     ]
-    assert len(before) > 3, "a blank page before the instructors' table"
+    # When the table starts on the appendix's opening page, the page before
+    # may be the blank left-hand page every chapter opener leaves; a blank
+    # page is a fault only when the table was pushed off its own page.
+    if "APPENDIX" not in pdf_pages[start]:
+        assert len(before) > 3, "a blank page before the instructors' table"
 
 
 def test_pdf_says_where_the_student_edition_is(pdf_text):
