@@ -1881,7 +1881,14 @@ def test_dial_moves_with_its_sliders(site, browser, dial, width):
         for signal, slider in sliders.items():
             assert slider.get_attribute("type") == "range"
             seen = {values[signal]}
-            for key, presses in (("ArrowRight", 5), ("ArrowLeft", 3)):
+            # Five steps away from the start and three back: towards the
+            # end with more room, so that both moves land on new values.
+            room_up = float(slider.get_attribute("max")) - values[signal]
+            room_down = values[signal] - float(slider.get_attribute("min"))
+            moves = [("ArrowRight", 5), ("ArrowLeft", 3)]
+            if room_down > room_up:
+                moves = [("ArrowLeft", 5), ("ArrowRight", 3)]
+            for key, presses in moves:
                 slider.focus()
                 for _ in range(presses):
                     slider.press(key)
