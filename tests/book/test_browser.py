@@ -277,12 +277,19 @@ class Visit:
     head: dict = field(default_factory=dict)
     dark_theme: str = ""
     screenshots: dict = field(default_factory=dict)
+    wide_code: list = field(default_factory=list)
+    wide_math: list = field(default_factory=list)
 
 
-def new_context(browser, base_url: str, recorder: Visit):
-    """A fresh browser context (light colour scheme) that only lets requests to our server through."""
+def new_context(browser, base_url: str, recorder: Visit, scale: float = 1):
+    """A fresh browser context (light colour scheme) that only lets requests to our server through.
+
+    `scale` is the device pixel ratio: the layout (CSS pixels) is the same
+    at every scale, only the number of pixels painted changes.
+    """
     context = browser.new_context(
         viewport={"width": 1280, "height": 900},
+        device_scale_factor=scale,
         accept_downloads=True,
         service_workers="block",
         color_scheme="light",
@@ -329,10 +336,34 @@ def watch(page, recorder: Visit, base_url: str) -> None:
     page.on("requestfailed", on_failed)
 
 
+# Code cells wider than their box (a sideways scroll), each by its longest
+# line; displayed equations clipped by, or scrolling inside, their box.
+WIDE_CODE = (
+    "pres => pres.filter(p => p.scrollWidth > p.clientWidth + 1)"
+    ".map(p => p.textContent.split('\\n').reduce("
+    "(a, b) => a.length >= b.length ? a : b, ''))"
+)
+WIDE_MATH = (
+    "els => els.filter(e => { const box = e.closest('div.math, .math,"
+    " .MathJax_Display') || e.parentElement;"
+    " return e.scrollWidth > box.clientWidth + 1"
+    " || e.firstElementChild.getBoundingClientRect().right >"
+    " box.getBoundingClientRect().right + 1; })"
+    ".map(e => { const s = e.closest('section');"
+    " return (s ? s.id : '?') + ': ' + Math.round("
+    "e.firstElementChild.getBoundingClientRect().width) + ' px'; })"
+)
+
+
 # Full-page screenshots as JPEG: the tests read their brightness, which
 # JPEG keeps, and a chapter as long as k-anonymity (about 51,000 px) is
 # encoded in half the time of a PNG (2.2 s against 4.5 s, measured).
 SCREENSHOT = {"full_page": True, "type": "jpeg", "quality": 60}
+# The page visit paints at half a pixel per CSS pixel: the layout every
+# check measures is the same, the full-page screenshots have a quarter of
+# the pixels (k-anonymity's: 4.8 s of CPU at 1, 2.5 s at 0.5, measured;
+# the same median brightness, the same contrast for the eye).
+VISIT_SCALE = 0.5
 
 
 def screenshot_path(page_name: str, mode: str) -> Path:
@@ -356,7 +387,7 @@ def switch_to_dark(page) -> str:
 def visit_page(browser, base_url: str, page_name: str) -> Visit:
     """Open one page and record everything the per-page tests assert on."""
     recorder = Visit(page_name)
-    context = new_context(browser, base_url, recorder)
+    context = new_context(browser, base_url, recorder, scale=VISIT_SCALE)
     try:
         page = context.new_page()
         watch(page, recorder, base_url)
@@ -364,6 +395,13 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
         page.evaluate(WAIT_FOR_RENDERING)
         recorder.facts = page.evaluate(COLLECT)
         recorder.head = page.evaluate(HEAD)
+        # Code and displayed math that do not fit the page at 1280 px.
+        recorder.wide_code = page.locator("div.cell_input pre").evaluate_all(
+            WIDE_CODE
+        )
+        recorder.wide_math = page.locator(
+            "#main-content mjx-container[display='true']"
+        ).evaluate_all(WIDE_MATH)
         recorder.screenshots["light"] = screenshot_path(page_name, "light")
         page.screenshot(path=str(recorder.screenshots["light"]), **SCREENSHOT)
 
@@ -945,47 +983,18 @@ def test_phone_reader_can_navigate(site, browser):
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
-def test_no_code_cell_scrolls_sideways(site, browser, page):
-    recorder = Visit(page)
-    context = new_context(browser, site, recorder)
-    try:
-        tab = context.new_page()
-        tab.goto(site + quote(f"{page}.html"), wait_until="load")
-        wide = tab.locator("div.cell_input pre").evaluate_all(
-            "pres => pres.filter(p => p.scrollWidth > p.clientWidth + 1)"
-            ".map(p => p.textContent.split('\\n').reduce("
-            "(a, b) => a.length >= b.length ? a : b, ''))"
-        )
-    finally:
-        context.close()
+def test_no_code_cell_scrolls_sideways(visits, page):
+    """At 1280 px no code cell needs a sideways scroll (the page's visit)."""
+    wide = visits(page).wide_code
     assert not wide, (
         f"{page}: {len(wide)} code cells scroll sideways, e.g. {wide[0]!r}"
     )
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
-def test_display_math_fits_the_page(site, browser, page):
+def test_display_math_fits_the_page(visits, page):
     """No displayed equation is clipped or scrolls at 1280 px."""
-    recorder = Visit(page)
-    context = new_context(browser, site, recorder)
-    try:
-        tab = context.new_page()
-        tab.goto(site + quote(f"{page}.html"), wait_until="load")
-        tab.evaluate(WAIT_FOR_RENDERING)
-        wide = tab.locator(
-            "#main-content mjx-container[display='true']"
-        ).evaluate_all(
-            "els => els.filter(e => { const box = e.closest('div.math, .math,"
-            " .MathJax_Display') || e.parentElement;"
-            " return e.scrollWidth > box.clientWidth + 1"
-            " || e.firstElementChild.getBoundingClientRect().right >"
-            " box.getBoundingClientRect().right + 1; })"
-            ".map(e => { const s = e.closest('section');"
-            " return (s ? s.id : '?') + ': ' + Math.round("
-            "e.firstElementChild.getBoundingClientRect().width) + ' px'; })"
-        )
-    finally:
-        context.close()
+    wide = visits(page).wide_math
     assert not wide, (
         f"{page}: {len(wide)} equations too wide, e.g. {wide[0]!r}"
     )
