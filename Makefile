@@ -1,8 +1,9 @@
 # Hands-On Data Privacy: build, test and maintain the book.
 #   make book     build the HTML book into _build/html (creates .venv first)
 #   make test     run every test the book promises (what CI runs)
-#   make check    the fast loop while writing: lint, chapter functions, nbval
-#                 on the notebooks you changed (about a minute)
+#   make check    the fast loop while writing: lint, the tests of the
+#                 chapters you changed, nbval on the notebooks you changed
+#                 (ALL=1: every chapter's tests)
 #   make assignments  every chapter's graded assignment (nbgrader) into
 #                 _build/assignments; `make grade CHAPTER=... SUBMISSIONS=...`
 #                 grades a folder of submitted notebooks into a CSV
@@ -110,8 +111,13 @@ lint: $(STAMP)
 format: $(STAMP)
 	$(BIN)/ruff format .
 
+# The chapter test files `make check` runs: those of the chapters changed
+# since the last commit, and the static conventions; every chapter's with
+# ALL=1 or when code the tests share changed (scripts/check_selection.py).
+CHECK_TESTS = $(shell $(BIN)/python scripts/check_selection.py $(if $(ALL),--all))
+
 check: lint
-	$(BIN)/python -m pytest -q -m chapters -n 2 --dist loadfile tests/chapters
+	$(BIN)/python -m pytest -q -m chapters $(if $(filter-out 1,$(words $(CHECK_TESTS))),-n 2 --dist loadfile) $(CHECK_TESTS)
 	@if [ -n "$(CHANGED_NOTEBOOKS)" ]; then \
 		echo "nbval on changed notebooks: $(CHANGED_NOTEBOOKS)"; \
 		$(BIN)/python -m pytest -q -m notebooks $(CHANGED_NOTEBOOKS); \

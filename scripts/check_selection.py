@@ -1,0 +1,90 @@
+"""What `make check` runs: the tests of the chapters you changed.
+
+Usage: python scripts/check_selection.py [--all]
+
+Prints the test files of tests/chapters/ that `make check` runs, one per
+line, from the files changed since the last commit (edited, staged or new):
+
+- a changed notebook chapters/<stem>.ipynb or its tests
+  tests/chapters/test_<stem>.py selects that chapter's tests;
+- tests/chapters/test_conventions.py (static: nothing is executed) is
+  always selected;
+- a change to anything the chapters' tests share (the test helpers, the
+  data, the toolchain's pins, pytest's configuration) selects every
+  chapter's tests, as does --all (`make check ALL=1`).
+
+A change elsewhere (prose pages, the book's extensions, tests/book/) needs
+no chapter test: `make test` checks it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TESTS = ROOT / "tests" / "chapters"
+CONVENTIONS = TESTS / "test_conventions.py"
+
+# A change to one of these can change any chapter's test result.
+SHARED = (
+    "conftest.py",
+    "pytest.ini",
+    "constraints.txt",
+    "requirements-dev.txt",
+    "tests/conftest.py",
+    "tests/assignments.py",
+    "tests/sanitize.cfg",
+    "data/",
+)
+
+
+def changed_files() -> list[str]:
+    """Paths changed since the last commit (tracked edits and new files)."""
+    commands = (
+        ["git", "diff", "--name-only", "HEAD"],
+        ["git", "ls-files", "--others", "--exclude-standard"],
+    )
+    files: set[str] = set()
+    for command in commands:
+        listed = subprocess.run(
+            command, cwd=ROOT, capture_output=True, text=True, check=True
+        )
+        files.update(line for line in listed.stdout.splitlines() if line)
+    return sorted(files)
+
+
+def test_file_of(stem: str) -> Path:
+    return TESTS / f"test_{stem.replace('-', '_')}.py"
+
+
+def selection(changed: list[str], everything: bool = False) -> list[Path]:
+    """The chapter test files to run for these changed paths."""
+    all_files = sorted(TESTS.glob("test_*.py"))
+    if everything or any(
+        path == shared or (shared.endswith("/") and path.startswith(shared))
+        for path in changed
+        for shared in SHARED
+    ):
+        return all_files
+    chosen = {CONVENTIONS}
+    for path in map(Path, changed):
+        if path.parent == Path("chapters") and path.suffix == ".ipynb":
+            chosen.add(test_file_of(path.stem))
+        elif path.parent == Path("tests/chapters") and path.suffix == ".py":
+            chosen.add(ROOT / path)
+    return sorted(p for p in chosen if p.exists())
+
+
+def main(argv: list[str]) -> int:
+    if set(argv) - {"--all"}:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    for path in selection(changed_files(), everything="--all" in argv):
+        print(path.relative_to(ROOT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
