@@ -34,13 +34,19 @@ CHANGED_NOTEBOOKS = $(shell { git diff --name-only HEAD -- 'chapters/*.ipynb'; \
 .PHONY: book serve test check lint format execute data pdf publish-pdfs student assignments grade bench system-deps clean
 
 # The toolchain needs Python 3.11 or newer (pandas 3); say so before pip does.
+# uv (pinned in constraints.txt) installs it: the same pins as pip, in 41 s
+# instead of 59 s here; --compile-bytecode because a machine that sets
+# PYTHONDONTWRITEBYTECODE (CI's does) would otherwise compile the toolchain
+# from source in every process of every run.
 $(STAMP): requirements-dev.txt constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
 		echo "Python 3.11 or newer is needed; '$(PYTHON)' is $$($(PYTHON) --version 2>&1)."; \
 		echo "Run e.g. 'make PYTHON=python3.11 book'."; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements-dev.txt -c constraints.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
+		"$$(grep '^uv==' constraints.txt)"
+	$(BIN)/uv pip install --quiet --python $(BIN)/python --compile-bytecode \
+		-r requirements-dev.txt -c constraints.txt
 	touch $@
 
 # The PDFs under the names the site links (instructors.md, intro.md), if
