@@ -25,7 +25,7 @@ import yaml
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 
-from conftest import ROOT, chapter_notebooks
+from conftest import ROOT, chapter_notebooks, run_parallel
 
 CONFIG = yaml.safe_load((ROOT / "requirements" / "chapters.yml").read_text())
 SUPPORTED = CONFIG["python"]
@@ -118,12 +118,8 @@ def resolve(version: str) -> dict:
 
 @pytest.fixture(scope="module")
 def resolutions():
-    """{version: resolve(version)}, all versions at once: pip spends most of
-    its time waiting on the package index, not on a core."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=len(SUPPORTED)) as pool:
-        return dict(zip(SUPPORTED, pool.map(resolve, SUPPORTED), strict=True))
+    """{version: resolve(version)}, the versions side by side (network-bound)."""
+    return run_parallel(resolve, SUPPORTED)
 
 
 def test_generated_files_agree_with_their_source():
