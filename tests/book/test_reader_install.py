@@ -75,6 +75,33 @@ RUN_IN_JUPYTER = Path(__file__).with_name("run_in_jupyter.py")
 UV_ENV = {**os.environ, "UV_PYTHON_DOWNLOADS": "never", "UV_NO_PROGRESS": "1"}
 
 
+def make_reader_venv(python: str, folder: Path, requirements: list[Path]):
+    """A fresh venv at ``folder`` for ``python``, holding ``requirements``
+    (the graded assignments run their public checks in one).
+    """
+    subprocess.run(
+        [str(UV), "venv", "--quiet", "--python", python, str(folder)],
+        check=True,
+        env=UV_ENV,
+    )
+    install = subprocess.run(
+        [
+            str(UV),
+            "pip",
+            "install",
+            "--quiet",
+            "--python",
+            str(folder / "bin" / "python"),
+            *(f"--requirement={path}" for path in requirements),
+        ],
+        capture_output=True,
+        text=True,
+        env=UV_ENV,
+    )
+    assert install.returncode == 0, install.stderr[-3000:]
+    return folder / "bin"
+
+
 def requirement_lines(path: Path) -> tuple[str, ...]:
     """The requirement lines of a requirements file (comments dropped)."""
     lines = (
