@@ -12,6 +12,7 @@ a second instead of nineteen kernel starts and imports.
 """
 
 import os
+import warnings
 
 import nbformat
 import pytest
@@ -32,14 +33,16 @@ def first_error(folder, notebook_path) -> BaseException | None:
     previous = os.getcwd()
     os.chdir(folder)
     try:
-        for number, cell in enumerate(notebook.cells):
-            if cell.cell_type != "code":
-                continue
-            code = compile(cell.source, f"<cell {number}>", "exec")
-            try:
-                exec(code, namespace)
-            except Exception as error:  # the reader's first error
-                return error
+        # What the cells set (warning filters) stays in here.
+        with warnings.catch_warnings():
+            for number, cell in enumerate(notebook.cells):
+                if cell.cell_type != "code":
+                    continue
+                code = compile(cell.source, f"<cell {number}>", "exec")
+                try:
+                    exec(code, namespace)
+                except Exception as error:  # the reader's first error
+                    return error
     finally:
         os.chdir(previous)
         plt.close("all")
