@@ -5,13 +5,16 @@ Usage: python scripts/check_selection.py [--all]
 Prints the test files of tests/chapters/ that `make check` runs, one per
 line, from the files changed since the last commit (edited, staged or new):
 
-- a changed notebook chapters/<stem>.ipynb or its tests
-  tests/chapters/test_<stem>.py selects that chapter's tests;
+- a changed notebook chapters/<stem>.ipynb selects its tests
+  tests/chapters/test_<stem>.py and every chapter test file that names
+  <stem> (a test that reads another chapter); a changed test file
+  selects itself;
 - tests/chapters/test_conventions.py (static: nothing is executed) is
   always selected;
-- a change to anything the chapters' tests share (the test helpers, the
-  data, the toolchain's pins, pytest's configuration) selects every
-  chapter's tests, as does --all (`make check ALL=1`).
+- a change to anything the chapters' tests share (the test helpers,
+  scripts/, the data, the toolchain's pins, pytest's configuration, a
+  helper module in tests/chapters/) selects every chapter's tests, as does
+  --all (`make check ALL=1`).
 
 A change elsewhere (prose pages, the book's extensions, tests/book/) needs
 no chapter test: `make test` checks it.
@@ -37,6 +40,7 @@ SHARED = (
     "tests/assignments.py",
     "tests/sanitize.cfg",
     "data/",
+    "scripts/",
 )
 
 
@@ -68,10 +72,20 @@ def selection(changed: list[str], everything: bool = False) -> list[Path]:
         for shared in SHARED
     ):
         return all_files
+    helpers = [
+        path
+        for path in changed
+        if Path(path).parent == Path("tests/chapters")
+        and Path(path).suffix == ".py"
+        and not Path(path).name.startswith("test_")
+    ]
+    if helpers:
+        return all_files
     chosen = {CONVENTIONS}
     for path in map(Path, changed):
         if path.parent == Path("chapters") and path.suffix == ".ipynb":
             chosen.add(test_file_of(path.stem))
+            chosen.update(f for f in all_files if path.stem in f.read_text())
         elif path.parent == Path("tests/chapters") and path.suffix == ".py":
             chosen.add(ROOT / path)
     return sorted(p for p in chosen if p.exists())

@@ -17,8 +17,15 @@ def names(paths):
 def test_every_chapter_has_the_test_file_make_check_selects():
     for notebook in chapter_notebooks():
         chosen = selection([f"chapters/{notebook.name}"])
-        assert len(chosen) == 2, f"{notebook.stem}: {names(chosen)}"
+        own = f"test_{notebook.stem.replace('-', '_')}.py"
+        assert own in names(chosen), f"{notebook.stem}: {names(chosen)}"
         assert CONVENTIONS in chosen
+
+
+def test_a_test_that_reads_another_chapter_is_selected_with_it():
+    # test_k_anonymity.py reads deidentification.ipynb.
+    chosen = names(selection(["chapters/deidentification.ipynb"]))
+    assert "test_k_anonymity.py" in chosen, chosen
 
 
 def test_a_changed_chapter_selects_its_tests_and_the_conventions():
@@ -45,6 +52,8 @@ def test_shared_test_code_data_or_all_select_every_chapter():
         ["conftest.py"],
         ["data/adult_with_pii.csv"],
         ["constraints.txt"],
+        ["scripts/make_assignments.py"],
+        ["tests/chapters/helpers.py"],
     ):
         assert selection(changed) == everything, changed
     assert selection([], everything=True) == everything
