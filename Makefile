@@ -34,10 +34,11 @@ CHANGED_NOTEBOOKS = $(shell { git diff --name-only HEAD -- 'chapters/*.ipynb'; \
 .PHONY: book serve test check lint format execute data pdf publish-pdfs student assignments grade bench system-deps clean
 
 # The toolchain needs Python 3.11 or newer (pandas 3); say so before pip does.
-# uv (pinned in constraints.txt) installs it: the same pins as pip, in 41 s
-# instead of 59 s here; --compile-bytecode because a machine that sets
-# PYTHONDONTWRITEBYTECODE (CI's does) would otherwise compile the toolchain
-# from source in every process of every run.
+# uv (pinned in constraints.txt) installs it, pip included (pinned too: the
+# tests ask pip whether the readers' requirements resolve): the same pins
+# pip would install, in 41 s instead of 59 s here. --compile-bytecode: a
+# machine that sets PYTHONDONTWRITEBYTECODE (CI's does) would otherwise
+# compile the toolchain from source in every process of every run.
 $(STAMP): requirements-dev.txt constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
 		echo "Python 3.11 or newer is needed; '$(PYTHON)' is $$($(PYTHON) --version 2>&1)."; \
