@@ -148,8 +148,20 @@ def _lossless_forms(path: Path) -> tuple[bytes | None, bytes]:
     image = Image.open(path).convert("RGBA")
     pixels = np.asarray(image)
     palette_png = None
-    colours, index = np.unique(
-        pixels.reshape(-1, 4), axis=0, return_inverse=True
+    # Each pixel as one number, R G B A from the high byte down: sorting
+    # these orders the colours exactly as sorting the RGBA rows would, and
+    # sorts integers instead of rows (np.unique with axis=0 took 0.4 s a
+    # figure, 20 s of a build).
+    channels = pixels.reshape(-1, 4).astype(np.uint32)
+    keys = (
+        (channels[:, 0] << 24)
+        | (channels[:, 1] << 16)
+        | (channels[:, 2] << 8)
+        | channels[:, 3]
+    )
+    unique_keys, index = np.unique(keys, return_inverse=True)
+    colours = np.stack(
+        [(unique_keys >> shift) & 0xFF for shift in (24, 16, 8, 0)], axis=1
     )
     if len(colours) <= 256:
         paletted = Image.fromarray(
