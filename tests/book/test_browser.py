@@ -279,6 +279,11 @@ class Visit:
     screenshots: dict = field(default_factory=dict)
     wide_code: list = field(default_factory=list)
     wide_math: list = field(default_factory=list)
+    # The page's dials moved (figure index -> None, or what went wrong).
+    dials: dict = field(default_factory=dict)
+    # At phone width: inline formulas found, and those clipped.
+    inline_math: int = 0
+    clipped_math: list = field(default_factory=list)
 
 
 def new_context(browser, base_url: str, recorder: Visit):
@@ -522,14 +527,37 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
                 {"cell": b["cell"], "before": b["state"], "after": a["state"]}
                 for b, a in zip(before, after, strict=False)
             ]
+
+        # Last, the page's dials, moved like a reader (their test reads it).
+        exercise_dials(page, recorder)
     finally:
         context.close()
     return recorder
 
 
-def _visit_all(base_url: str, pages: list[str]) -> dict:
-    """Visit `pages` with WORKERS browsers side by side (Playwright's sync API wants one
-    instance per thread); a page whose visit raised maps to its exception."""
+def phone_visit(browser, base_url: str, page_name: str) -> Visit:
+    """Open one chapter on a phone (390 px, touch): its inline math, then
+    its dials."""
+    recorder = Visit(page_name)
+    context, tab = phone_page(browser, base_url, recorder)
+    try:
+        watch(tab, recorder, base_url)
+        tab.goto(base_url + quote(f"{page_name}.html"), wait_until="load")
+        tab.evaluate(WAIT_FOR_RENDERING)
+        recorder.clipped_math = tab.evaluate(CLIPPED_INLINE_MATH)
+        recorder.inline_math = tab.locator(
+            "#main-content mjx-container:not([display='true'])"
+        ).count()
+        exercise_dials(tab, recorder)
+    finally:
+        context.close()
+    return recorder
+
+
+def _visit_all(base_url: str, pages: list[str], visit=visit_page) -> dict:
+    """visit(browser, base_url, page) for each of `pages`, with WORKERS browsers
+    side by side (Playwright's sync API wants one instance per thread); a page
+    whose visit raised maps to its exception."""
     todo = queue.SimpleQueue()
     for name in pages:
         todo.put(name)
@@ -548,9 +576,7 @@ def _visit_all(base_url: str, pages: list[str]) -> dict:
                         except queue.Empty:
                             return
                         try:
-                            results[name] = visit_page(
-                                chromium, base_url, name
-                            )
+                            results[name] = visit(chromium, base_url, name)
                         except (
                             Exception
                         ) as error:  # reported by the tests of that page
@@ -583,6 +609,23 @@ def visits(site, browser):
     def visit(page_name: str) -> Visit:
         if not results:
             results.update(_visit_all(site, PAGES))
+        outcome = results[page_name]
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    return visit
+
+
+@pytest.fixture(scope="module")
+def phone_visits(site):
+    """phone_visit(page) -> Visit; every chapter is opened once on a phone,
+    on first use."""
+    results: dict = {}
+
+    def visit(page_name: str) -> Visit:
+        if not results:
+            results.update(_visit_all(site, CHAPTERS, phone_visit))
         outcome = results[page_name]
         if isinstance(outcome, Exception):
             raise outcome
@@ -1167,23 +1210,13 @@ CLIPPED_INLINE_MATH = r"""() => {
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
-def test_inline_math_is_not_clipped_on_a_phone(site, browser, page):
+def test_inline_math_is_not_clipped_on_a_phone(phone_visits, page):
     """At 390 px, every inline formula fits its line or scrolls sideways."""
-    recorder = Visit(page)
-    context, tab = phone_page(browser, site, recorder)
-    try:
-        tab.goto(site + quote(f"{page}.html"), wait_until="load")
-        tab.evaluate(WAIT_FOR_RENDERING)
-        clipped = tab.evaluate(CLIPPED_INLINE_MATH)
-        inline = tab.locator(
-            "#main-content mjx-container:not([display='true'])"
-        ).count()
-    finally:
-        context.close()
-    assert inline, f"{page}: no inline math found to check"
-    assert not clipped, (
-        f"{page}: {len(clipped)} inline formulas clipped at 390 px:\n"
-        + "\n".join(clipped[:10])
+    visit = phone_visits(page)
+    assert visit.inline_math, f"{page}: no inline math found to check"
+    assert not visit.clipped_math, (
+        f"{page}: {len(visit.clipped_math)} inline formulas clipped at 390 px:\n"
+        + "\n".join(visit.clipped_math[:10])
     )
 
 
@@ -1943,65 +1976,82 @@ def _check_dial(dial: Dial, state: dict, values: dict) -> None:
         assert shown == f"{float(shown):.{places}f}", (step, shown)
 
 
+def exercise_dial(tab, dial: Dial) -> None:
+    """Move each slider of `dial` on the open page `tab` with the arrow keys;
+    at every position, what the figure shows must be what the chapter's
+    Python gives (an AssertionError says what differs)."""
+    signals, fields = list(dial.sliders), list(dial.fields)
+    figure = tab.locator("figure.vega-figure").nth(dial.index)
+    # The runtime is fetched when the figure comes near the screen.
+    figure.scroll_into_view_if_needed()
+    figure.locator("svg").wait_for()
+    tab.wait_for_function(
+        "i => document.querySelectorAll('figure.vega-figure')[i]"
+        ".classList.contains('vega-figure-ready')",
+        arg=dial.index,
+    )
+    sliders = {
+        s: figure.get_by_role("slider", name=dial.sliders[s]) for s in signals
+    }
+    values = {s: float(sliders[s].input_value()) for s in signals}
+    state = tab.evaluate(DIAL_STATE, [dial.index, signals, fields])
+    _check_dial(dial, state, values)
+    for signal, slider in sliders.items():
+        assert slider.get_attribute("type") == "range"
+        seen = {values[signal]}
+        # Five steps away from the start and three back: towards the
+        # end with more room, so that both moves land on new values.
+        room_up = float(slider.get_attribute("max")) - values[signal]
+        room_down = values[signal] - float(slider.get_attribute("min"))
+        moves = [("ArrowRight", 5), ("ArrowLeft", 3)]
+        if room_down > room_up:
+            moves = [("ArrowLeft", 5), ("ArrowRight", 3)]
+        for key, presses in moves:
+            slider.focus()
+            for _ in range(presses):
+                slider.press(key)
+            tab.wait_for_timeout(200)
+            values[signal] = float(slider.input_value())
+            seen.add(values[signal])
+            state = tab.evaluate(DIAL_STATE, [dial.index, signals, fields])
+            _check_dial(dial, state, values)
+        assert len(seen) == 3, (signal, seen)
+    assert state["label"], "the chart has no text alternative"
+    assert "slider" in state["caption"].lower(), state["caption"]
+    assert state["svgWidth"] <= state["pageWidth"], state
+
+
+def exercise_dials(tab, recorder: Visit) -> None:
+    """Exercise every dial of the page `recorder` visits; record for each
+    figure None, or the error it raised (its test raises it again)."""
+    for dial in DIALS:
+        if dial.page != recorder.page:
+            continue
+        try:
+            exercise_dial(tab, dial)
+        except Exception as error:  # noqa: BLE001 - reported by its test
+            recorder.dials[dial.index] = error
+        else:
+            recorder.dials[dial.index] = None
+
+
 @pytest.mark.parametrize("width", [1280, PHONE["width"]])
 @pytest.mark.parametrize(
     "dial", DIALS, ids=[f"{d.page.split('/')[-1]}-{d.index}" for d in DIALS]
 )
-def test_dial_moves_with_its_sliders(site, browser, dial, width):
+def test_dial_moves_with_its_sliders(visits, phone_visits, dial, width):
     """Each slider, found by its label, moves with the arrow keys; at every
-    position what the figure shows is what the chapter's Python gives."""
-    recorder = Visit(dial.page)
-    context = new_context(browser, site, recorder)
-    signals, fields = list(dial.sliders), list(dial.fields)
-    try:
-        tab = context.new_page()
-        tab.set_viewport_size({"width": width, "height": 900})
-        watch(tab, recorder, site)
-        tab.goto(site + quote(f"{dial.page}.html"), wait_until="load")
-        figure = tab.locator("figure.vega-figure").nth(dial.index)
-        # The runtime is fetched when the figure comes near the screen.
-        figure.scroll_into_view_if_needed()
-        figure.locator("svg").wait_for()
-        tab.wait_for_function(
-            "i => document.querySelectorAll('figure.vega-figure')[i]"
-            ".classList.contains('vega-figure-ready')",
-            arg=dial.index,
-        )
-        sliders = {
-            s: figure.get_by_role("slider", name=dial.sliders[s])
-            for s in signals
-        }
-        values = {s: float(sliders[s].input_value()) for s in signals}
-        state = tab.evaluate(DIAL_STATE, [dial.index, signals, fields])
-        _check_dial(dial, state, values)
-        for signal, slider in sliders.items():
-            assert slider.get_attribute("type") == "range"
-            seen = {values[signal]}
-            # Five steps away from the start and three back: towards the
-            # end with more room, so that both moves land on new values.
-            room_up = float(slider.get_attribute("max")) - values[signal]
-            room_down = values[signal] - float(slider.get_attribute("min"))
-            moves = [("ArrowRight", 5), ("ArrowLeft", 3)]
-            if room_down > room_up:
-                moves = [("ArrowLeft", 5), ("ArrowRight", 3)]
-            for key, presses in moves:
-                slider.focus()
-                for _ in range(presses):
-                    slider.press(key)
-                tab.wait_for_timeout(200)
-                values[signal] = float(slider.input_value())
-                seen.add(values[signal])
-                state = tab.evaluate(DIAL_STATE, [dial.index, signals, fields])
-                _check_dial(dial, state, values)
-            assert len(seen) == 3, (signal, seen)
-        assert state["label"], "the chart has no text alternative"
-        assert "slider" in state["caption"].lower(), state["caption"]
-        assert state["svgWidth"] <= state["pageWidth"], state
-    finally:
-        context.close()
-    assert not recorder.external_requests, recorder.external_requests
-    assert not recorder.page_errors, recorder.page_errors
-    assert not recorder.console_errors, recorder.console_errors
+    position what the figure shows is what the chapter's Python gives. At
+    1280 px the page's visit moves them (last, after its other checks); at
+    390 px its visit on a phone."""
+    visit = (visits if width == 1280 else phone_visits)(dial.page)
+    assert dial.index in visit.dials, f"{dial.page}: figure not exercised"
+    error = visit.dials[dial.index]
+    if error is not None:
+        raise error
+    assert not visit.external_requests, visit.external_requests
+    assert not visit.page_errors, visit.page_errors
+    assert not visit.console_errors, visit.console_errors
 
 
 def test_every_dial_is_in_the_registry(site):
