@@ -145,10 +145,16 @@ COLOUR_JS = r"""
     return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]); };
   const contrast = (a, b) => { const x = lum(a), y = lum(b); return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
   // Background actually painted behind `el`: its own and its ancestors' colours, composited.
-  const backdrop = el => { const stack = [];
-    for (let e = el; e; e = e.parentElement) stack.push(parse(getComputedStyle(e).backgroundColor));
-    let colour = [255, 255, 255, 1];  // the canvas of a page without any background is white
-    for (const c of stack.reverse()) colour = over(c, colour);
+  // Each element's backdrop is its own colour over its parent's: computed
+  // once per element (the parent's is shared by all its children).
+  const backdrops = new Map();
+  const backdrop = el => {
+    if (!el) return [255, 255, 255, 1];  // the canvas of a page without any background is white
+    let colour = backdrops.get(el);
+    if (colour === undefined) {
+      colour = over(parse(getComputedStyle(el).backgroundColor), backdrop(el.parentElement));
+      backdrops.set(el, colour);
+    }
     return colour; };
   const hex = c => '#' + c.slice(0, 3).map(v => Math.round(v).toString(16).padStart(2, '0')).join('');
 """
