@@ -412,11 +412,22 @@ def polish_tex(app, exception):
         tex.write_text(solutions_as_sections(text), encoding="utf-8")
 
 
+def latexmk_in_xelatex_mode(app):
+    """Ask latexmk for its xelatex mode, for a LaTeX build only.
+
+    LATEXMKOPTS is read by the LaTeX Makefile that jupyter-book's pdflatex
+    builder runs in a child process, which inherits this environment; a
+    caller's own options are kept (the last mode flag wins in latexmk).
+    """
+    if app.builder.format != "latex":
+        return
+    options = os.environ.get("LATEXMKOPTS", "").split()
+    if "-xelatex" not in options:
+        os.environ["LATEXMKOPTS"] = " ".join([*options, "-xelatex"])
+
+
 def setup(app):
-    # Read by the LaTeX Makefile that jupyter-book's pdflatex builder runs
-    # in a child process, which inherits this environment. A caller's own
-    # LATEXMKOPTS wins.
-    os.environ.setdefault("LATEXMKOPTS", "-xelatex")
+    app.connect("builder-inited", latexmk_in_xelatex_mode)
     # After sphinx-jupyterbook-latex's own builder-inited handler.
     app.connect("builder-inited", chapter_numbers_like_the_web, priority=900)
     app.connect("config-inited", latex_preamble, priority=900)

@@ -78,10 +78,12 @@ def build_book(source: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, cwd=source)
 
 
-# Chapters executed as separate processes (standalone runs, the reader's
-# venvs) run two at a time: each is mostly one busy core, and the CI machine
-# has two. The tests that run them share one fixture per module that executes
-# every chapter those tests selected, then each test reads its own result.
+# Work a fixture runs as separate processes (pip's resolutions, the
+# reader's chapters when their file runs alone) runs two at a time: each is
+# mostly one busy core, and the CI machine has two. Under pytest-xdist the
+# reader's chapters run one at a time (test_reader_install). The tests that
+# run them share one fixture per module that executes everything those
+# tests selected, then each test reads its own result.
 PARALLEL_RUNS = int(os.environ.get("BOOK_PARALLEL_RUNS", "2"))
 
 

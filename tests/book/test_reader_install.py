@@ -212,9 +212,11 @@ def sync_reader_venv(python: str, folder: Path, requirements: Path):
 # workers keep the cores busy already, and a second lane only repeated the
 # first imports' bytecode compilation in a venv of its own (the 3.13 runs:
 # 227 s of CPU in two lanes, 214 s in one, measured on the idle machine).
+# BOOK_PARALLEL_RUNS, when set, decides.
 LANES = (
     1
     if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1
+    and "BOOK_PARALLEL_RUNS" not in os.environ
     else max(1, PARALLEL_RUNS)
 )
 
