@@ -57,22 +57,35 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=first_rank)  # stable: files keep their order otherwise
 
 
-# --- nbval runs each chapter as a reader would, and exactly ---
+# --- nbval runs each chapter as a reader would, at the precision shown ---
 # nbval starts a chapter's kernel in a folder of its own that holds only
 # the CSV files the chapter names (as a reader who downloads one chapter
-# has it), not in chapters/ beside ../data/. After nbval's own comparison
-# (text outputs, sanitized), every output of a checked cell must equal the
-# stored one exactly, figures (image/png) included: the stored notebook is
-# what running the chapter alone produces. One execution thus checks what
-# nbval checks and what a separate standalone run checked before.
+# has it), not in chapters/ beside ../data/. Every output of a checked cell
+# is then compared with the stored one as a reader sees it
+# (scripts/notebook_outputs.py): text with its numbers, floats to a
+# relative 1e-9 (the last bits differ between BLAS kernels, so between
+# machines), integers and words exactly, and every figure pixel for pixel
+# or, where Matplotlib snapped a line or a label to the next pixel, by
+# what it plots (scripts/figure_data.py: every point to half a pixel,
+# against tests/figures/<chapter>.json, which `make execute` writes). The
+# kernel records what each figure plots through an IPython start-up file
+# (IPYTHONDIR) that leaves the chapter's namespace as a reader has it.
 
 import copy  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
 import shutil  # noqa: E402
+import sys  # noqa: E402
 import tempfile  # noqa: E402
 
 import nbval.plugin as nbval_plugin  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import figure_data  # noqa: E402
+import notebook_outputs  # noqa: E402
+
 DATA_DIR = ROOT / "data"
+FIGURES_DIR = ROOT / "tests" / "figures"
 
 
 def data_files_used_by(notebook: Path) -> list[Path]:
@@ -81,86 +94,115 @@ def data_files_used_by(notebook: Path) -> list[Path]:
     return [p for p in sorted(DATA_DIR.glob("*.csv")) if p.name in text]
 
 
+def stored_figures(notebook: Path) -> dict:
+    """{cell id: [what each figure of the cell plots]} as stored."""
+    path = FIGURES_DIR / f"{notebook.stem}.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
 def setup_alone(self):
-    """nbval's setup, with the kernel alone in a folder with its data."""
+    """nbval's setup, with the kernel alone in a folder with its data,
+    recording what its figures plot."""
     self.alone_in = Path(tempfile.mkdtemp(prefix=f"{self.path.stem}-"))
     for data_file in data_files_used_by(self.path):
         shutil.copy(data_file, self.alone_in)
+    environment, self.figure_log = figure_data.recording_kernel()
+    self.figure_offset = 0
+    self.stored_figures = stored_figures(self.path)
     option = self.config.option
-    self.kernel = nbval_plugin.RunningKernel(
-        nbval_plugin.CURRENT_ENV_KERNEL_NAME
-        if option.nbval_current_env
-        else option.nbval_kernel_name
-        or self.nb.metadata.get("kernelspec", {}).get("name", "python"),
-        cwd=str(self.alone_in),
-        startup_timeout=option.nbval_kernel_startup_timeout,
-    )
+    before = {name: os.environ.get(name) for name in environment}
+    os.environ.update(environment)
+    try:
+        self.kernel = nbval_plugin.RunningKernel(
+            nbval_plugin.CURRENT_ENV_KERNEL_NAME
+            if option.nbval_current_env
+            else option.nbval_kernel_name
+            or self.nb.metadata.get("kernelspec", {}).get("name", "python"),
+            cwd=str(self.alone_in),
+            startup_timeout=option.nbval_kernel_startup_timeout,
+        )
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
     self.setup_sanitize_files()
 
 
 def teardown_alone(self):
     nbval_teardown(self)
     shutil.rmtree(getattr(self, "alone_in", ""), ignore_errors=True)
+    log = getattr(self, "figure_log", None)
+    if log is not None:
+        shutil.rmtree(log.parent, ignore_errors=True)
 
 
-def comparable(outputs) -> list[dict]:
-    """Outputs as nbval sees them (streams merged), without the execution
-    count (a cell's number, not its output)."""
-    merged = nbval_plugin.coalesce_streams(copy.deepcopy(list(outputs)))
+def sanitized(self, outputs) -> list[dict]:
+    """Outputs with nbval's sanitizing patterns applied to their text."""
     kept = []
-    for output in merged:
-        output = dict(output)
-        output.pop("execution_count", None)
-        for key in ("data", "metadata"):
-            if key in output:
-                output[key] = dict(output[key])
+    for output in outputs:
+        output = copy.deepcopy(dict(output))
+        for key, value in output.items():
+            if isinstance(value, str):
+                output[key] = self.sanitize(value)
+        for mime, value in output.get("data", {}).items():
+            if isinstance(value, str) and mime != "image/png":
+                output["data"][mime] = self.sanitize(value)
         kept.append(output)
     return kept
 
 
-def first_difference(now: list[dict], before: list[dict]) -> str:
-    """Where two output lists first differ, in words."""
-    if len(now) != len(before):
-        return f"{len(now)} outputs now, {len(before)} stored"
-    for number, (new, old) in enumerate(zip(now, before, strict=True)):
-        keys = sorted(
-            k for k in set(new) | set(old) if new.get(k) != old.get(k)
-        )
-        if keys:
-            mimes = sorted(
-                mime
-                for mime in set(new.get("data", {})) | set(old.get("data", {}))
-                if new.get("data", {}).get(mime)
-                != old.get("data", {}).get(mime)
-            )
-            return f"output {number}: {', '.join(keys + mimes)} differ"
-    return "no difference"
-
-
-def runtest_exactly(self):
-    """nbval's check, then every output compared exactly."""
-    stored = copy.deepcopy(self.cell.outputs)
-    nbval_runtest(self)
-    checked = self.options.get("check") and self.cell.execution_count
-    if not checked:
-        return  # nbval-ignore-output, or a cell never run
-    now, before = comparable(self.test_outputs), comparable(stored)
-    if now == before:
-        return
-    detail = first_difference(now, before)
-    raise AssertionError(
+def compare_as_shown(self, test, ref, skip_compare=None):
+    """nbval's comparison, replaced: every output as a reader sees it."""
+    self.comparison_traceback = []
+    records = self.read_figures()
+    detail = notebook_outputs.outputs_difference(
+        sanitized(self, test),
+        sanitized(self, ref),
+        records,
+        self.parent.stored_figures.get(self.cell.get("id"), []),
+    )
+    if detail is None:
+        return True
+    self.comparison_traceback.append(
         f"{self.name}: the output of a run alone beside its data is not "
         f"the stored one ({detail}); run `make execute` on the chapter "
         "and look at the change before storing it"
     )
+    return False
 
 
-# nbval offers no hook for either, so its methods are wrapped here.
+def read_figures(self) -> list[dict]:
+    """What the figures this cell drew plot (read once per cell)."""
+    parent = self.parent
+    records, parent.figure_offset = figure_data.read_new(
+        parent.figure_log, parent.figure_offset
+    )
+    self.figures_read = True
+    return records
+
+
+def runtest_reading_figures(self):
+    """nbval's run of a cell; a cell whose outputs were not compared (not
+    checked, or failed before) still has its figures' records read, so
+    the next cell gets its own."""
+    self.figures_read = False
+    try:
+        nbval_runtest(self)
+    finally:
+        if not self.figures_read:
+            self.read_figures()
+
+
+# nbval offers no hook for these, so its methods are replaced here.
 nbval_teardown = nbval_plugin.IPyNbFile.teardown
 nbval_runtest = nbval_plugin.IPyNbCell.runtest
 nbval_plugin.IPyNbFile.setup = setup_alone
 nbval_plugin.IPyNbFile.teardown = teardown_alone
-nbval_plugin.IPyNbCell.runtest = runtest_exactly
+nbval_plugin.IPyNbCell.compare_outputs = compare_as_shown
+nbval_plugin.IPyNbCell.read_figures = read_figures
+nbval_plugin.IPyNbCell.runtest = runtest_reading_figures
 
 
 # --- order ---
