@@ -219,6 +219,7 @@ FIRST = [
     "tests/book/test_browser.py",
     "tests/book/test_editions.py",
     "tests/book/test_assignments.py",
+    "tests/book/test_blas_kernels.py",
 ]
 
 

@@ -59,8 +59,12 @@ SKIPPED_MIMES = {"application/vnd.jupyter.widget-view+json"}
 
 
 def numbers_agree(now: str, stored: str) -> bool:
-    """Two numeric tokens agree: integers exactly, floats to REL_TOL."""
-    if not any(c in now + stored for c in ".eE"):
+    """Two numeric tokens agree: integers exactly, floats to REL_TOL (an
+    integer where a float was stored, or the reverse, is a change)."""
+    floats = [any(c in token for c in ".eE") for token in (now, stored)]
+    if floats[0] != floats[1]:
+        return False
+    if not floats[0]:
         return now.lstrip("+") == stored.lstrip("+")
     a, b = float(now), float(stored)
     if not (math.isfinite(a) and math.isfinite(b)):
@@ -156,7 +160,10 @@ def pixel_difference(now: str, stored: str) -> str | None:
     """None if two PNG figures (base64) look the same pixel for pixel."""
     if now == stored:
         return None
-    a, b = _pixels(now), _pixels(stored)
+    try:
+        a, b = _pixels(now), _pixels(stored)
+    except OSError as error:  # not a PNG any more: nothing to compare
+        return f"a figure that cannot be read ({error})"
     if a.shape != b.shape:
         return (
             f"a figure of {a.shape[1]}x{a.shape[0]} px where one of "
@@ -174,7 +181,7 @@ def pixel_difference(now: str, stored: str) -> str | None:
 def image_difference(now, stored, record_now, record_stored) -> str | None:
     """None if two figures show the same: pixels, or what they plot."""
     detail = pixel_difference(now, stored)
-    if detail is None or "a figure of" in detail:
+    if detail is None or not detail.startswith("the figure differs"):
         return detail
     if record_now is None or record_stored is None:
         return detail + " (and no record of what it plots to compare)"

@@ -1,10 +1,12 @@
-"""nbval runs each chapter alone beside its data and compares it exactly.
+"""nbval runs each chapter alone beside its data and compares what it shows.
 
 The root conftest.py starts nbval's kernel in a folder of its own holding
-only the CSV files the notebook names, and after nbval's own comparison
-(text only, figures skipped) compares every output exactly. Two small
-notebooks show that both can fail: one prints what its folder holds, one
-stores a figure that its code no longer draws.
+only the CSV files the notebook names, and replaces nbval's comparison by
+one of every output as a reader sees it, figures included
+(scripts/notebook_outputs.py; tests/book/test_output_comparison.py shows
+what it accepts and what it does not). Two small notebooks show that both
+can fail: one prints what its folder holds, one stores a figure that its
+code no longer draws.
 """
 
 import base64
@@ -96,4 +98,4 @@ def test_a_stale_figure_fails_with_what_differs(nbval_run):
     assert "FAILED _build/nbval-alone/stale.ipynb" in nbval_run.stdout, (
         nbval_run.stdout[-3000:]
     )
-    assert "image/png differ" in nbval_run.stdout
+    assert "image/png: a figure that cannot be read" in nbval_run.stdout
