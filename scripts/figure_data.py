@@ -83,7 +83,9 @@ def _artist(artist) -> dict | None:
     if isinstance(artist, Line2D):
         return {
             "kind": "line",
-            "points": _px(artist.get_transform().transform(artist.get_xydata())),
+            "points": _px(
+                artist.get_transform().transform(artist.get_xydata())
+            ),
             "colour": _colours(artist.get_color()),
             "style": [
                 str(artist.get_linestyle()),
@@ -125,7 +127,7 @@ def _artist(artist) -> dict | None:
             "kind": "image",
             "values": _values(artist.get_array()),
             "shape": list(artist.get_array().shape),
-            "extent": _px([artist.get_extent()]),
+            "extent": _values(artist.get_extent()),
             "colourmap": artist.get_cmap().name,
             "limits": _values(artist.get_clim()),
         }
@@ -212,9 +214,7 @@ def kernel_startup_folder() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="book-ipython-"))
     startup = folder / "profile_default" / "startup"
     startup.mkdir(parents=True)
-    (startup / "00-book-figures.py").write_text(
-        STARTUP.format(path=str(HERE))
-    )
+    (startup / "00-book-figures.py").write_text(STARTUP.format(path=str(HERE)))
     return folder
 
 
@@ -237,53 +237,33 @@ def read_new(log_path: Path, offset: int) -> tuple[list[dict], int]:
     return [json.loads(line) for line in text.splitlines() if line], end
 
 
-def _numbers_differ(now, stored, tolerance, relative) -> bool:
-    if now is None or stored is None:
-        return now is not stored
-    if relative:
-        return not math.isclose(now, stored, rel_tol=tolerance, abs_tol=1e-12)
-    return abs(now - stored) > tolerance
+# Keys whose numbers are values (compared to a relative VALUE_REL_TOL),
+# not positions in display pixels (compared to POINT_TOL_PX).
+VALUE_KEYS = ("/values", "/limits", "/size", "/style", "/rotation", "/extent")
 
 
-def _walk(now, stored, where: str, relative: bool) -> str | None:
-    if isinstance(stored, dict) and isinstance(now, dict):
-        if set(now) != set(stored):
-            return f"{where}: fields {sorted(now)} where {sorted(stored)}"
-        for key in stored:
-            detail = _walk(
-                now[key],
-                stored[key],
-                f"{where}.{key}",
-                relative or key in ("values", "limits", "size", "style"),
-            )
-            if detail:
-                return detail
-        return None
-    if isinstance(stored, list) and isinstance(now, list):
-        if len(now) != len(stored):
-            return f"{where}: {len(now)} items where {len(stored)} were"
-        for index, (a, b) in enumerate(zip(now, stored, strict=True)):
-            detail = _walk(a, b, f"{where}[{index}]", relative)
-            if detail:
-                return detail
-        return None
+def _leaf(now, stored, where: str) -> str | None:
     numbers = (int, float, type(None))
-    if isinstance(now, numbers) and isinstance(stored, numbers):
-        tolerance = VALUE_REL_TOL if relative else POINT_TOL_PX
-        if _numbers_differ(now, stored, tolerance, relative):
-            unit = "" if relative else " px"
-            return f"{where}: {now}{unit} where {stored}{unit} was"
+    if not (isinstance(now, numbers) and isinstance(stored, numbers)):
+        return None if now == stored else f"{where}: {now!r} where {stored!r}"
+    if now is None or stored is None:
+        return None if now is stored else f"{where}: {now} where {stored}"
+    if any(key in where for key in VALUE_KEYS):
+        if math.isclose(now, stored, rel_tol=VALUE_REL_TOL, abs_tol=1e-12):
+            return None
+        return f"{where}: {now} where {stored} was"
+    if abs(now - stored) <= POINT_TOL_PX:
         return None
-    if now != stored:
-        return f"{where}: {now!r} where {stored!r} was"
-    return None
+    return f"{where}: {now} px where {stored} px was"
 
 
 def difference(now: dict, stored: dict) -> str | None:
     """None if two records show the same figure, else the first
     difference: texts, colours and styles exactly, points to half a
     pixel, plotted values (images) to a relative 1e-6."""
-    return _walk(now, stored, "figure", relative=False)
+    from notebook_outputs import tree_difference
+
+    return tree_difference(now, stored, _leaf, "figure")
 
 
 if __name__ == "__main__":  # pragma: no cover - a maintainer's look

@@ -94,57 +94,66 @@ def text_difference(now: str, stored: str) -> str | None:
     return None
 
 
-def _dataset_names(value, names: dict) -> dict:
-    """Altair's hashed dataset names, numbered by first appearance."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            for text in (key, item):
-                if isinstance(text, str) and DATASET.match(text):
-                    names.setdefault(text, f"data-{len(names) + 1}")
-            _dataset_names(item, names)
-    elif isinstance(value, list):
-        for item in value:
-            _dataset_names(item, names)
-    return names
-
-
-def json_difference(now, stored, where="", names=None) -> str | None:
-    """None if two JSON values agree (numbers as in text_difference)."""
-    if names is None:
-        names = (_dataset_names(now, {}), _dataset_names(stored, {}))
+def tree_difference(now, stored, leaf, where="") -> str | None:
+    """None if two trees of dicts and lists agree, else the first place
+    where they do not: the same keys, the same lengths, and every pair of
+    leaves agreeing by `leaf(now, stored, where)` (None or a message)."""
     if isinstance(now, dict) and isinstance(stored, dict):
-        keys_now = {names[0].get(k, k): k for k in now}
-        keys_stored = {names[1].get(k, k): k for k in stored}
-        if set(keys_now) != set(keys_stored):
-            return f"{where or 'top'}: keys differ"
-        for key in sorted(keys_now):
-            detail = json_difference(
-                now[keys_now[key]],
-                stored[keys_stored[key]],
-                f"{where}/{key}",
-                names,
+        if set(now) != set(stored):
+            return (
+                f"{where or 'top'}: keys {sorted(now)} where {sorted(stored)}"
+            )
+        for key in sorted(stored):
+            detail = tree_difference(
+                now[key], stored[key], leaf, f"{where}/{key}"
             )
             if detail:
                 return detail
         return None
     if isinstance(now, list) and isinstance(stored, list):
         if len(now) != len(stored):
-            return f"{where}: {len(now)} items, {len(stored)} stored"
+            return f"{where}: {len(now)} items where {len(stored)} were"
         for index, (a, b) in enumerate(zip(now, stored, strict=True)):
-            detail = json_difference(a, b, f"{where}/{index}", names)
+            detail = tree_difference(a, b, leaf, f"{where}/{index}")
             if detail:
                 return detail
         return None
-    if isinstance(now, str) and isinstance(stored, str):
-        now, stored = names[0].get(now, now), names[1].get(stored, stored)
-        detail = text_difference(now, stored)
-        return f"{where}: {detail}" if detail else None
+    return leaf(now, stored, where)
+
+
+def _renamed_datasets(value):
+    """A copy with Altair's hashed dataset names numbered by first
+    appearance (the hash changes with the last bits of the data)."""
+    names = {}
+
+    def rename(item):
+        if isinstance(item, dict):
+            return {rename(k): rename(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [rename(v) for v in item]
+        if isinstance(item, str) and DATASET.match(item):
+            return names.setdefault(item, f"data-{len(names) + 1}")
+        return item
+
+    return rename(value)
+
+
+def _json_leaf(now, stored, where) -> str | None:
     if isinstance(now, bool) or isinstance(stored, bool) or now is None:
         return None if now == stored else f"{where}: {now} where {stored}"
     if isinstance(now, (int, float)) and isinstance(stored, (int, float)):
-        detail = text_difference(repr(now), repr(stored))
+        now, stored = repr(now), repr(stored)
+    if isinstance(now, str) and isinstance(stored, str):
+        detail = text_difference(now, stored)
         return f"{where}: {detail}" if detail else None
     return None if now == stored else f"{where}: {now!r} where {stored!r}"
+
+
+def json_difference(now, stored) -> str | None:
+    """None if two JSON values agree (numbers as in text_difference)."""
+    return tree_difference(
+        _renamed_datasets(now), _renamed_datasets(stored), _json_leaf
+    )
 
 
 def _pixels(png_base64: str):
