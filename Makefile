@@ -21,10 +21,11 @@ PORT ?= 8000
 UCI_SOURCE ?= ../shared/data/uci-adult/adult.data
 
 # Debian packages for the PDF (TeX Live), the browser tests (chromium) and
-# Spark in the DP-at-scale chapter (a Java 17 runtime).
+# Spark in the DP-at-scale chapter (a Java 17 runtime) and the sandbox a
+# student's notebook is graded in (bubblewrap).
 APT_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended \
 	latexmk fonts-freefont-otf poppler-utils chromium \
-	openjdk-17-jre-headless
+	openjdk-17-jre-headless bubblewrap
 
 # Notebooks changed since the last commit (edited or new): what `make check`
 # runs under nbval.
