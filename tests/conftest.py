@@ -106,48 +106,95 @@ def run_parallel(function, arguments) -> dict:
         return dict(zip(unique, pool.map(function, unique), strict=True))
 
 
-@pytest.fixture(scope="session")
-def html_build() -> subprocess.CompletedProcess:
-    """Build the whole book into _build/html once per test run.
+def once_per_run(name: str, compute, portable=None):
+    """compute() once per test run, shared by the pytest-xdist workers.
 
     Under pytest-xdist every worker has its own session, so the first
-    worker that needs the build makes it while holding a lock, and stores
-    its result beside it; a worker that asks later (or waits on the lock)
-    reads that result instead of building again. The run's id (xdist's
-    PYTEST_XDIST_TESTRUNUID, the same in every worker) keeps a stale
-    result of an earlier run from being reused.
+    worker that asks computes it while holding a lock (_build/<name>.lock)
+    and stores the result beside it (pickled: `portable(result)` where the
+    result needs changing to be pickled); a worker that asks later (or
+    waits on the lock) reads that result instead of computing it again.
+    The run's id (xdist's PYTEST_XDIST_TESTRUNUID, the same in every
+    worker) keeps a stale result of an earlier run from being reused.
+    Without xdist, compute() is called.
     """
     import fcntl
+    import pickle
 
     run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     if run_id is None:
-        return build_book(ROOT)
+        return compute()
     BUILD_DIR.mkdir(exist_ok=True)
-    record = BUILD_DIR / "html-build-result.json"
-    with open(BUILD_DIR / "html-build.lock", "w") as lock:
+    record = BUILD_DIR / f"{name}.pickle"
+    with open(BUILD_DIR / f"{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if record.exists():
-            stored = json.loads(record.read_text())
-            if stored["run_id"] == run_id:
-                return subprocess.CompletedProcess(
-                    stored["args"],
-                    stored["returncode"],
-                    stored["stdout"],
-                    stored["stderr"],
-                )
-        result = build_book(ROOT)
-        record.write_text(
-            json.dumps(
-                {
-                    "run_id": run_id,
-                    "args": result.args,
-                    "returncode": result.returncode,
-                    "stdout": result.stdout,
-                    "stderr": result.stderr,
-                }
-            )
-        )
+            with open(record, "rb") as stored:
+                if pickle.load(stored) == run_id:
+                    return pickle.load(stored)
+        result = compute()
+        partial = record.with_suffix(".partial")
+        with open(partial, "wb") as stored:
+            pickle.dump(run_id, stored)
+            pickle.dump(portable(result) if portable else result, stored)
+        partial.replace(record)  # whole or not at all
         return result
+
+
+@pytest.fixture(scope="session")
+def html_build() -> subprocess.CompletedProcess:
+    """Build the whole book into _build/html once per test run (shared by
+    the pytest-xdist workers: once_per_run)."""
+    return once_per_run("html-build", lambda: build_book(ROOT))
+
+
+# --- the book in a browser (tests/book/browser.py) ------------------------------------
+#
+# One server per session; each kind of page visit (every page at 1280 px,
+# every chapter on a phone) is made once per test run, by whichever test
+# file or pytest-xdist worker asks first; the others read what it recorded.
+# The browser files import tests/book/browser.py themselves, so the
+# fixtures below find it. Its assertions (and those of the dials it moves)
+# are rewritten by pytest, as a test file's are.
+
+pytest.register_assert_rewrite("browser", "dials", "dial_values")
+
+
+@pytest.fixture(scope="session")
+def site(html_build):
+    """The built book served on 127.0.0.1 (a free port) for the session."""
+    from browser import serve
+
+    with serve(html_build) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian chromium, for the tests that drive a page themselves
+    (search, download, phone navigation)."""
+    from browser import launch
+
+    with launch() as chromium:
+        yield chromium
+
+
+@pytest.fixture(scope="session")
+def visits(site):
+    """visit(page) -> Visit; every page of the toc is visited once per run
+    at 1280 px, on first use."""
+    from browser import PAGES, cached_visits, visit_page
+
+    return cached_visits("browser-visits", site, visit_page, PAGES)
+
+
+@pytest.fixture(scope="session")
+def phone_visits(site):
+    """visit(page) -> Visit; every chapter is opened once per run on a
+    phone, on first use."""
+    from browser import CHAPTERS, cached_visits, phone_visit
+
+    return cached_visits("browser-phone-visits", site, phone_visit, CHAPTERS)
 
 
 # --- running a chapter's own functions ------------------------------------------------
