@@ -122,9 +122,21 @@ def tree_difference(now, stored, leaf, where="") -> str | None:
 
 
 def _renamed_datasets(value):
-    """A copy with Altair's hashed dataset names numbered by first
-    appearance (the hash changes with the last bits of the data)."""
-    names = {}
+    """A copy with Altair's hashed dataset names numbered in the order the
+    spec refers to them (its values, read with dict keys sorted, so that
+    neither the hash nor the order of keys matters: the hash changes with
+    the last bits of the data, the order of keys with how it was stored)."""
+    names: dict[str, str] = {}
+
+    def collect(item):
+        if isinstance(item, dict):
+            for key in sorted(item):
+                collect(item[key])
+        elif isinstance(item, list):
+            for element in item:
+                collect(element)
+        elif isinstance(item, str) and DATASET.match(item):
+            names.setdefault(item, f"data-{len(names) + 1}")
 
     def rename(item):
         if isinstance(item, dict):
@@ -132,9 +144,11 @@ def _renamed_datasets(value):
         if isinstance(item, list):
             return [rename(v) for v in item]
         if isinstance(item, str) and DATASET.match(item):
+            # a dataset no value refers to: numbered after the others
             return names.setdefault(item, f"data-{len(names) + 1}")
         return item
 
+    collect(value)
     return rename(value)
 
 

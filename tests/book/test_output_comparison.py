@@ -214,3 +214,25 @@ def test_outputs_pair_each_figure_with_its_own_record():
         )
         is None
     )
+
+
+def test_dataset_names_do_not_depend_on_key_order_or_hash():
+    # Two datasets; the stored spec keeps its keys sorted, a fresh run in
+    # the order Altair wrote them, and both hashes changed with the data's
+    # last bits. Each reference still meets its own data.
+    a, b = "data-" + "a" * 32, "data-" + "b" * 32
+    stored = {
+        "datasets": {a: [{"x": 1.0}], b: [{"x": 2.0}]},
+        "layer": [{"data": {"name": a}}, {"data": {"name": b}}],
+    }
+    c, d = "data-" + "d" * 32, "data-" + "c" * 32
+    now = {
+        "layer": [{"data": {"name": c}}, {"data": {"name": d}}],
+        "datasets": {d: [{"x": 2.0}], c: [{"x": 1.0 + 1e-15}]},
+    }
+    assert notebook_outputs.json_difference(now, stored) is None
+    swapped = {
+        "layer": [{"data": {"name": d}}, {"data": {"name": c}}],
+        "datasets": {d: [{"x": 2.0}], c: [{"x": 1.0}]},
+    }
+    assert notebook_outputs.json_difference(swapped, stored)
