@@ -149,22 +149,35 @@ clean:
 
 # Graded assignments (nbgrader): for every chapter, the student notebook
 # (student/<chapter>/, with its data), the instructor's nbgrader course
-# (course/: solutions, hidden tests, gradebook) and the list of graded and
-# written exercises with rubrics (instructor/<chapter>.md). Seconds: nothing
-# is executed. An existing gradebook and submissions are kept.
+# (course/: solutions, gradebook; course/grading/: what the grader judges
+# with) and the list of graded and written exercises with rubrics
+# (instructor/<chapter>.md). Seconds: nothing is executed. An existing
+# gradebook and submissions are kept.
 ASSIGNMENTS ?= _build/assignments
 assignments: $(STAMP)
 	$(BIN)/python scripts/make_assignments.py $(ASSIGNMENTS)
 
 # Grades a folder of submitted notebooks (one per student: NAME.ipynb or
-# NAME/<chapter>.ipynb) into <chapter>-scores.csv, a column per exercise.
-grade: $(STAMP)
+# NAME/<chapter>.ipynb), each run in a sandbox (bubblewrap) and judged
+# outside it, into _build/grades/<chapter>-scores.csv (a column per
+# exercise), a feedback file per student and a log (scripts/grade_assignment.py).
+# It needs only the chapter's reader requirements and nbgrader, in a venv
+# of its own (.venv-grade), not the maintainers' toolchain.
+GRADE_VENV := .venv-grade
+GRADES ?= _build/grades
+grade:
 	@if [ -z "$(CHAPTER)" ] || [ -z "$(SUBMISSIONS)" ]; then \
 		echo "Usage: make grade CHAPTER=differential-privacy SUBMISSIONS=folder"; exit 2; fi
-	@test -d $(ASSIGNMENTS)/course/source/$(CHAPTER) || \
-		$(BIN)/python scripts/make_assignments.py $(ASSIGNMENTS)
-	ASSIGNMENTS_COURSE=$(ASSIGNMENTS)/course $(BIN)/python \
-		scripts/grade_assignment.py $(CHAPTER) $(SUBMISSIONS) $(CHAPTER)-scores.csv
+	@command -v bwrap >/dev/null || { echo "The grader runs students' code only in a sandbox: install bubblewrap (apt-get install bubblewrap)."; exit 1; }
+	@test -x $(GRADE_VENV)/bin/python || $(PYTHON) -m venv $(GRADE_VENV)
+	@test -f $(GRADE_VENV)/.installed-$(CHAPTER) || { \
+		$(GRADE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+			-r requirements/$(CHAPTER).txt "$$(grep '^nbgrader==' requirements-dev.txt)" \
+			"$$(grep '^pyyaml==' requirements-dev.txt)" && touch $(GRADE_VENV)/.installed-$(CHAPTER); }
+	@test -d $(ASSIGNMENTS)/course/grading || \
+		$(GRADE_VENV)/bin/python scripts/make_assignments.py $(ASSIGNMENTS)
+	ASSIGNMENTS_COURSE=$(ASSIGNMENTS)/course $(GRADE_VENV)/bin/python \
+		scripts/grade_assignment.py $(CHAPTER) $(SUBMISSIONS) $(GRADES)/$(CHAPTER)-scores.csv
 
 # The PDFs: LaTeX builder with xelatex; needs the TeX Live packages of
 # system-deps. One Sphinx build writes book.tex (every solution, the

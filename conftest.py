@@ -211,14 +211,21 @@ nbval_plugin.IPyNbCell.runtest = runtest_reading_figures
 # units are handed out in collection order). The long files go first, so
 # the two workers finish together instead of one idling at the end: the
 # HTML build (which the other book files then share, see html_build), the
-# PDF build, the reader's venvs, the browser.
+# PDF build, the reader's venvs, the browser: the file whose tests first ask
+# for the page visits at 1280 px, the one that first asks for the visits on
+# a phone (each made once per run, then shared by every browser file and
+# both workers: `visits` in tests/conftest.py), the search. The other
+# browser files only read those visits, so they need not go first.
 FIRST = [
     "tests/book/test_build.py",
     "tests/book/test_pdf.py",
     "tests/book/test_reader_install.py",
-    "tests/book/test_browser.py",
+    "tests/book/test_browser_pages.py",
+    "tests/book/test_browser_phone.py",
+    "tests/book/test_browser_search.py",
     "tests/book/test_editions.py",
     "tests/book/test_assignments.py",
+    "tests/book/test_grading.py",
     "tests/book/test_blas_kernels.py",
 ]
 

@@ -258,9 +258,13 @@ def render_markdown(source: str, context: Context) -> str:
 
 
 def export_notebook(notebook, context: Context):
-    """A reader's copy of the notebook: plain Markdown, no glue outputs."""
+    """A reader's copy of the notebook: plain Markdown, no glue outputs,
+    no grading metadata."""
     exported = copy.deepcopy(notebook)
     for cell in exported.cells:
+        # The graded exercises' checks and inputs are the grader's: the
+        # site never serves them (scripts/make_assignments.py).
+        cell.metadata.pop("assignment", None)
         if cell.cell_type == "markdown":
             cell.source = render_markdown(cell.source, context)
         elif cell.cell_type == "code":

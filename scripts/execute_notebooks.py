@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -128,7 +129,10 @@ def execute_in_place(path: Path, timeout: int = 600) -> float:
         on_cell_executed=collect,
     )
     start = time.perf_counter()
-    client.execute(env={**os.environ, **environment})
+    try:
+        client.execute(env={**os.environ, **environment})
+    finally:
+        shutil.rmtree(log.parent, ignore_errors=True)
     elapsed = time.perf_counter() - start
     coalesce_streams(notebook)
     normalize_metadata(notebook)

@@ -11,28 +11,40 @@ exercise::
 
     {"points": 1,
      "stub": "code the student starts from (names set to ...)",
-     "public": "checks the student sees and runs (asserts with messages)",
-     "hidden": "checks only the grader runs",
+     "public": "checks the student sees and runs: feedback before they
+                submit (asserts whose messages name the mistake)",
+     "inputs": "optional: code the grader runs to draw fresh inputs",
+     "export": "code run in the student's kernel after their notebook:
+                sets `exported`, a dict of JSON values",
+     "judge": "code the grader runs outside the student's kernel on the
+               exported answer (asserts with messages)",
      "answer": "optional: code run after the book's solution cells, that
-                sets the names the checks read (where the solution is
+                sets the names the export reads (where the solution is
                 prose, or its code names the answer otherwise)"}
 
-or a written one (``{"written": true, "rubric": ["...", ...]}``). An
-exercise without metadata is written, with the book's solution as rubric.
-The checks are never run by the book (its pages and stored outputs are
-unchanged); ``tests/chapters`` runs them in the chapter's kernel against the
-book's solutions, the stubs and typical wrong answers.
+(scripts/judge.py says what inputs, export and judge see) or a written one
+(``{"written": true, "points": 2, "rubric": ["...", ...]}``). An exercise
+without metadata is written, with the book's solution as rubric. The
+checks are never run by the book (its pages and stored outputs are
+unchanged); ``tests/chapters`` runs them against the book's solutions, the
+stubs and typical wrong answers (tests/assignments.py).
 
 For every chapter this writes, under OUTPUT_DIR:
 
 - ``course/``: an nbgrader course (``source/<chapter>/``, the instructor's
-  notebook with solutions and hidden tests; ``release/<chapter>/``, what
-  students get; ``gradebook.db``; ``nbgrader_config.py``);
+  notebook with solutions; ``release/<chapter>/``, what students get;
+  ``gradebook.db``; ``nbgrader_config.py``) and ``course/grading/<chapter>.json``,
+  what the grader (scripts/grade_assignment.py) needs and students never
+  get: each exercise's points, inputs, export and judge;
 - ``student/<chapter>/``: what a student gets, the student notebook
   (nbgrader's release: the chapter without solutions, a stub and public
-  checks per graded exercise, no hidden test) and the data files it reads;
+  checks per graded exercise, an answer cell per written exercise) and the
+  data files it reads;
 - ``instructor/<chapter>.md``: which exercises are graded (points) and
   which are written, with the rubric for the written ones.
+
+No hidden check exists: the student's notebook is run as submitted in a
+sandbox, and judged outside it on inputs drawn at grading time.
 
 nbgrader does not execute notebooks while generating an assignment, so the
 build reads the stored chapters and takes seconds.
@@ -41,6 +53,7 @@ build reads the stored chapters and takes seconds.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import shutil
@@ -57,8 +70,6 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = ROOT / "chapters"
 DATA_DIR = ROOT / "data"
 EXERCISE = re.compile(r"\{exercise\}\s*(.*?)\n:label: (\S+)")
-HIDDEN_START = "### BEGIN HIDDEN TESTS"
-HIDDEN_END = "### END HIDDEN TESTS"
 SOLUTION_START = "### BEGIN SOLUTION"
 SOLUTION_END = "### END SOLUTION"
 NBGRADER_CONFIG = """\
@@ -147,13 +158,38 @@ def answer_code(exercise: dict) -> str:
     return "\n\n".join(part.strip("\n") for part in parts if part.strip())
 
 
-def check_code(exercise: dict, hidden: bool = True) -> str:
-    """The grading cell: public checks, then (for nbgrader) hidden ones."""
-    spec = exercise["spec"]
-    parts = [spec["public"].rstrip()]
-    if hidden and spec.get("hidden"):
-        parts += [HIDDEN_START, spec["hidden"].rstrip(), HIDDEN_END]
-    return "\n".join(parts) + "\n"
+def check_code(exercise: dict) -> str:
+    """The check cell after an answer: the public checks, the student's
+    feedback (the score comes from the judge, outside the kernel)."""
+    return exercise["spec"]["public"].rstrip() + "\n"
+
+
+def written_points(exercise: dict) -> float:
+    return exercise["spec"].get("points", 1)
+
+
+def grading_file(stem: str) -> dict:
+    """What the grader needs and students never get."""
+    notebook = nbformat.read(CHAPTERS / f"{stem}.ipynb", as_version=4)
+    found = exercises(notebook.cells)
+    auto = [
+        {
+            "label": e["label"],
+            "title": e["title"],
+            "points": e["spec"].get("points", 1),
+            "inputs": e["spec"].get("inputs", ""),
+            "export": e["spec"]["export"],
+            "judge": e["spec"]["judge"],
+        }
+        for e in found
+        if graded(e)
+    ]
+    written = [
+        {"label": e["label"], "title": e["title"], "points": written_points(e)}
+        for e in found
+        if not graded(e)
+    ]
+    return {"chapter": stem, "auto": auto, "written": written}
 
 
 def nbgrader_metadata(grade_id: str, **flags) -> dict:
@@ -174,9 +210,10 @@ def source_notebook(stem: str) -> nbformat.NotebookNode:
 
     The chapter without its solutions (as in the student edition); after
     each graded exercise an answer cell (the stub, then the solution between
-    nbgrader's solution markers) and a grading cell (public checks, then the
-    hidden ones between nbgrader's hidden-test markers); after each written
-    exercise a Markdown cell for the student's answer.
+    nbgrader's solution markers) and a check cell (the public checks: the
+    student's feedback; a grade cell whose score the judge writes); after
+    each written exercise a Markdown answer cell that the instructor grades
+    in formgrader.
     """
     notebook = nbformat.read(CHAPTERS / f"{stem}.ipynb", as_version=4)
     found = exercises(notebook.cells)
@@ -221,7 +258,16 @@ def source_notebook(stem: str) -> nbformat.NotebookNode:
                 cells += [answer, check]
             else:
                 written = nbformat.v4.new_markdown_cell(
-                    f"**Your answer to {label}** (written, graded by hand):"
+                    f"**Your answer to {label}** (written, graded by your "
+                    "instructor): replace this line with your answer."
+                )
+                written.metadata.update(
+                    nbgrader_metadata(
+                        label,
+                        grade=True,
+                        solution=True,
+                        points=written_points(exercise),
+                    )
                 )
                 cells.append(written)
     notebook.cells = cells
@@ -313,7 +359,7 @@ def build(output: Path, stems: list[str]) -> None:
             output / "student" / stem,
         ):
             shutil.rmtree(folder, ignore_errors=True)
-    for folder in ("student", "instructor", "course/source"):
+    for folder in ("student", "instructor", "course/source", "course/grading"):
         (output / folder).mkdir(parents=True, exist_ok=True)
     (course / "nbgrader_config.py").write_text(NBGRADER_CONFIG)
     for stem in stems:
@@ -324,6 +370,9 @@ def build(output: Path, stems: list[str]) -> None:
             shutil.copy2(path, folder / path.name)
         (output / "instructor" / f"{stem}.md").write_text(
             instructor_page(stem)
+        )
+        (course / "grading" / f"{stem}.json").write_text(
+            json.dumps(grading_file(stem), indent=1) + "\n"
         )
     config = Config()
     config.CourseDirectory.root = str(course)

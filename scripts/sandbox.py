@@ -113,11 +113,20 @@ def _pids_cgroup() -> Path | None:
 
 
 def release_group(group: Path | None) -> None:
-    if group is not None:
+    """Remove a cgroup once its processes are gone (they may take a moment
+    to be reaped after a kill)."""
+    import time
+
+    if group is None:
+        return
+    for _ in range(50):
         try:
             group.rmdir()
+            return
+        except FileNotFoundError:
+            return
         except OSError:
-            pass
+            time.sleep(0.02)
 
 
 def bwrap_command(mounts: list, command: list[str]) -> list[str]:
@@ -312,11 +321,52 @@ def run_kernel(work: Path, kernel_dir: Path, connection_file: Path) -> int:
     inside = kernel_dir / "connection.json"
     inside.write_text(json.dumps(connection))
     command = [sys.executable, "-m", "ipykernel_launcher", "-f", str(inside)]
-    child = sandboxed(work, kernel_dir, command)
+    # The kernel's own messages (and whatever the student's code writes to
+    # the process's stderr) go to a file of the kernel's, not the grader's
+    # terminal.
+    with open(kernel_dir / "kernel.log", "wb") as log:
+        child = sandboxed(
+            work, kernel_dir, command, stdout=log, stderr=subprocess.STDOUT
+        )
+    # Where the grader finds what to clean up if this process is killed.
+    (kernel_dir / "sandbox.json").write_text(
+        json.dumps(
+            {
+                "pid": child.pid,
+                "cgroup": str(child.cgroup or ""),
+                "stage": str(child.stage or ""),
+            }
+        )
+    )
     try:
         return child.wait()
     finally:
         release(child)
+
+
+def cleanup(kernel_dir: Path) -> None:
+    """After a sandboxed kernel was shut down (or killed): end whatever
+    is left of it and remove its cgroup and stage."""
+    import signal
+
+    record = kernel_dir / "sandbox.json"
+    if not record.exists():
+        return
+    found = json.loads(record.read_text())
+    group = Path(found["cgroup"]) if found["cgroup"] else None
+    if group is not None and (group / "cgroup.procs").exists():
+        for line in (group / "cgroup.procs").read_text().split():
+            try:
+                os.kill(int(line), signal.SIGKILL)
+            except OSError:
+                pass
+    try:
+        os.kill(found["pid"], signal.SIGKILL)
+    except OSError:
+        pass
+    release_group(group)
+    if found["stage"]:
+        shutil.rmtree(found["stage"], ignore_errors=True)
 
 
 def check() -> str | None:

@@ -1,25 +1,34 @@
-"""Checks of a chapter's graded exercises, run in the chapter's own kernel.
+"""Checks of a chapter's graded exercises, run on the chapter's own
+namespace.
 
 The chapter tests execute each chapter once (``chapter_kernel``); these
-helpers run the grading code of its exercises (``assignment`` metadata, see
-``scripts/make_assignments.py``) in a copy of that namespace, so they cost
-no second execution:
+helpers grade its exercises as scripts/grade_assignment.py does, in a copy
+of that namespace, so they cost no second execution: the public checks
+(the student's feedback), then the export (in the student's namespace, on
+inputs drawn with a seed), then the judge (on the exported JSON, against
+the book's solution exported on the same inputs; scripts/judge.py):
 
-- the book's solutions pass every check (full marks);
-- the untouched stubs fail every check with an AssertionError that says
-  what is missing (zero, and no other error in the grader);
-- a typical wrong answer fails with the message meant for it.
+- the book's solutions pass (full marks);
+- the untouched stubs fail with a message that says what is missing;
+- a typical wrong answer fails with the message meant for it, and the
+  public checks catch the common mistakes before the student submits.
 """
 
 from __future__ import annotations
 
+import json
 import sys
+
+import numpy as np
 
 from conftest import CHAPTERS_DIR, ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
+import judge  # noqa: E402
 import make_assignments  # noqa: E402
 import nbformat  # noqa: E402
+
+SEEDS = (20261129, 7)  # the inputs are drawn twice, with these seeds
 
 
 def graded_exercises(stem: str) -> list[dict]:
@@ -38,20 +47,53 @@ def exercise(stem: str, label: str) -> dict:
     raise KeyError(f"{stem} has no graded exercise {label}")
 
 
-def failure(kernel, found: dict, code: str | None) -> str | None:
-    """Run ``code`` (an answer) then the exercise's checks, in a copy of
-    the chapter's namespace. None if every check passes, else the message
-    of the AssertionError; any other exception propagates."""
+def exported(namespace: dict, spec: dict, inputs: dict):
+    """What the export cell writes for this exercise, read back as JSON."""
+    namespace = dict(namespace)
+    namespace["grader_inputs"] = inputs
+    namespace["exported"] = None
+    try:
+        exec(compile(spec["export"], "<export>", "exec"), namespace)
+        value = judge.as_json(namespace["exported"])
+    except Exception as error:  # as the export cell records it
+        value = {"error": f"{type(error).__name__}: {error}"}
+    return json.loads(json.dumps(value))
+
+
+def public_failure(namespace: dict, found: dict) -> str | None:
+    """The message of the public checks (the student's feedback), or
+    None if they pass."""
+    checks = make_assignments.check_code(found)
+    try:
+        exec(compile(checks, f"<public {found['label']}>", "exec"), namespace)
+    except AssertionError as error:
+        return str(error)
+    return None
+
+
+def failure(kernel, found: dict, code: str | None, public=True) -> str | None:
+    """Run ``code`` (an answer) in a copy of the chapter's namespace, then
+    the public checks and the judge. None if the answer gets full marks
+    (with inputs drawn with every seed of SEEDS), else the first message;
+    any exception other than an AssertionError of a check propagates."""
+    spec = found["spec"]
     namespace = dict(kernel.namespace)
     if code:
         exec(compile(code, f"<answer {found['label']}>", "exec"), namespace)
-    checks = make_assignments.check_code(found, hidden=False)
-    hidden = found["spec"].get("hidden", "")
-    try:
-        exec(compile(checks, f"<public {found['label']}>", "exec"), namespace)
-        exec(compile(hidden, f"<hidden {found['label']}>", "exec"), namespace)
-    except AssertionError as error:
-        return str(error)
+    if public:
+        message = public_failure(dict(namespace), found)
+        if message:
+            return message
+    reference_space = dict(kernel.namespace)
+    if spec.get("answer"):
+        exec(compile(spec["answer"], "<book's answer>", "exec"), reference_space)
+    for seed in SEEDS:
+        inputs = judge.draw_inputs(spec, np.random.default_rng(seed))
+        answer = exported(namespace, spec, inputs)
+        reference = exported(reference_space, spec, inputs)
+        message = judge.judge(spec, answer, reference, inputs)
+        if message:
+            return message
     return None
 
 
@@ -67,12 +109,29 @@ def assert_full_marks(kernel, stem: str) -> None:
 
 def assert_stubs_score_zero(kernel, stem: str) -> None:
     for found in graded_exercises(stem):
-        message = failure(kernel, found, found["spec"]["stub"])
+        # The judge alone: a stub must score zero even if the student
+        # never runs the public checks.
+        message = failure(kernel, found, found["spec"]["stub"], public=False)
         assert message, f"{found['label']}: the untouched stub passes"
         assert "False" != message.strip(), found["label"]
+        assert public_failure(
+            _with(kernel, found["spec"]["stub"]), found
+        ), f"{found['label']}: the public checks accept the untouched stub"
+
+
+def _with(kernel, code: str) -> dict:
+    namespace = dict(kernel.namespace)
+    exec(compile(code, "<answer>", "exec"), namespace)
+    return namespace
 
 
 def wrong_answer_message(kernel, stem: str, label: str, code: str) -> str:
-    message = failure(kernel, exercise(stem, label), code)
+    """The judge's message for a wrong answer (it must fail)."""
+    message = failure(kernel, exercise(stem, label), code, public=False)
     assert message is not None, f"{label}: the wrong answer passes"
     return message
+
+
+def public_message(kernel, stem: str, label: str, code: str) -> str | None:
+    """The public checks' message for an answer (None if they pass)."""
+    return public_failure(_with(kernel, code), exercise(stem, label))

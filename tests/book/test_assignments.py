@@ -1,16 +1,17 @@
-"""The graded assignments, end to end with nbgrader (scripts/make_assignments.py).
+"""The graded assignments as built for students (scripts/make_assignments.py).
 
 The checks of every exercise run against the book's solutions, the stubs
 and typical wrong answers in each chapter's own tests (tests/assignments.py,
-in the chapter's kernel). Here: the build of every chapter's assignment,
-what reaches students (no hidden test, no solution), one real grading of
-two submissions of one chapter, and the student notebook's public checks in
-the reader's environment.
+on the chapter's namespace); a class is graded end to end, in the sandbox,
+in tests/book/test_grading.py. Here: the build of every chapter's
+assignment, what reaches students (no judge, no solution), the written
+exercises as answer cells the instructor grades, and the student
+notebook's public checks in the reader's environment.
 """
 
 from __future__ import annotations
 
-import csv
+import json
 import shutil
 import subprocess
 import sys
@@ -19,14 +20,13 @@ import time
 import nbformat
 import pytest
 
-from conftest import CHAPTERS_DIR, ROOT, chapter_notebooks
+from conftest import ROOT, chapter_notebooks
 
 sys.path.insert(0, str(ROOT / "scripts"))
-import grade_assignment  # noqa: E402
 import make_assignments  # noqa: E402
 from make_student_edition import strip_cells  # noqa: E402
 
-GRADED = "differential-privacy"  # the chapter graded end to end
+GRADED = "differential-privacy"  # the chapter whose public checks run
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +53,7 @@ def test_student_files_hold_no_hidden_test_and_no_solution(built, path):
     output, _ = built
     student = output / "student" / path.stem / f"{path.stem}.ipynb"
     text = student.read_text()
-    for marker in [
-        make_assignments.HIDDEN_START,
-        make_assignments.SOLUTION_START,
-        '"assignment"',
-    ]:
+    for marker in [make_assignments.SOLUTION_START, '"assignment"']:
         assert marker not in text, f"{marker} in the student notebook"
     chapter = nbformat.read(path, as_version=4)
     # What any student sees anyway: the chapter's own code and the stubs.
@@ -70,7 +66,8 @@ def test_student_files_hold_no_hidden_test_and_no_solution(built, path):
     secret = set()
     for exercise in make_assignments.exercises(chapter.cells):
         if make_assignments.graded(exercise):
-            secret |= meaningful_lines(exercise["spec"].get("hidden", ""))
+            for key in ("judge", "export", "inputs"):
+                secret |= meaningful_lines(exercise["spec"].get(key, ""))
             secret |= meaningful_lines(make_assignments.answer_code(exercise))
     for line in sorted(secret - meaningful_lines(visible)):
         assert line not in text, f"the student notebook shows: {line}"
@@ -93,46 +90,33 @@ def test_make_assignments_is_quick(built):
     assert seconds < 120
 
 
-@pytest.fixture(scope="module")
-def graded_rows(built, tmp_path_factory):
-    """Two submissions of one chapter graded by nbgrader: the instructor's
-    notebook (the book's solutions) and the untouched student notebook."""
+@pytest.mark.parametrize("path", chapter_notebooks(), ids=lambda p: p.stem)
+def test_written_exercises_are_answer_cells_graded_by_hand(built, path):
+    """Each written exercise has a Markdown answer cell that nbgrader's
+    formgrader grades by hand (in the gradebook and the CSV); the grader
+    gets each graded exercise's judge, students get none."""
     output, _ = built
-    course = output / "course"
-    submissions = tmp_path_factory.mktemp("submitted")
-    source = course / "source" / GRADED / f"{GRADED}.ipynb"
-    release = output / "student" / GRADED / f"{GRADED}.ipynb"
-    shutil.copy2(source, submissions / "solutions.ipynb")
-    (submissions / "untouched").mkdir()
-    shutil.copy2(release, submissions / "untouched" / f"{GRADED}.ipynb")
-    scores = submissions / "scores.csv"
-    grade_assignment.grade(course, GRADED, submissions, scores)
-    with open(scores, newline="") as handle:
-        return {row["student"]: row for row in csv.DictReader(handle)}
-
-
-def graded_labels():
-    cells = nbformat.read(CHAPTERS_DIR / f"{GRADED}.ipynb", as_version=4).cells
-    return [
-        exercise["label"]
-        for exercise in make_assignments.exercises(cells)
-        if make_assignments.graded(exercise)
+    release = nbformat.read(
+        output / "student" / path.stem / f"{path.stem}.ipynb", as_version=4
+    )
+    chapter = nbformat.read(path, as_version=4)
+    found = make_assignments.exercises(chapter.cells)
+    manual = {
+        cell.metadata["nbgrader"]["grade_id"]
+        for cell in release.cells
+        if cell.cell_type == "markdown"
+        and cell.metadata.get("nbgrader", {}).get("grade")
+    }
+    written = {e["label"] for e in found if not make_assignments.graded(e)}
+    assert manual == written
+    grading = json.loads(
+        (output / "course" / "grading" / f"{path.stem}.json").read_text()
+    )
+    assert [e["label"] for e in grading["auto"]] == [
+        e["label"] for e in found if make_assignments.graded(e)
     ]
-
-
-def test_the_book_s_solutions_get_full_marks_from_nbgrader(graded_rows):
-    row = graded_rows["solutions"]
-    assert float(row["total"]) == float(row["max"]) > 0, row
-    for label in graded_labels():
-        assert float(row[label]) > 0, f"{label}: {row}"
-
-
-def test_the_untouched_student_notebook_scores_zero_in_nbgrader(graded_rows):
-    row = graded_rows["untouched"]
-    assert set(graded_labels()) <= set(row), row
-    for label in graded_labels():
-        assert float(row[label]) == 0, f"{label}: {row}"
-    assert float(row["total"]) == 0
+    assert all(e["judge"].strip() for e in grading["auto"])
+    assert not (output / "student" / path.stem / "grading").exists()
 
 
 def test_the_public_checks_run_in_the_reader_s_environment(

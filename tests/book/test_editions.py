@@ -189,3 +189,48 @@ def test_instructors_page_links_the_student_edition(html_build):
     assert html_build.returncode == 0
     page = (HTML_DIR / "instructors.html").read_text()
     assert 'href="student/index.html"' in page
+
+
+def grader_lines() -> set[str]:
+    """Lines of the graded exercises' judges, exports and inputs that no
+    reader or student sees elsewhere (long enough to give something
+    away)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import make_assignments
+
+    secret, visible = set(), set()
+    for path in sorted((ROOT / "chapters").glob("*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        for cell in cells:
+            if cell.cell_type == "code":
+                visible |= {line.strip() for line in cell.source.splitlines()}
+        for exercise in make_assignments.exercises(cells):
+            spec = exercise["spec"]
+            for key in ("stub", "public"):
+                visible |= {
+                    line.strip() for line in spec.get(key, "").splitlines()
+                }
+            for key in ("judge", "export", "inputs", "hidden"):
+                secret |= {
+                    line.strip()
+                    for line in spec.get(key, "").splitlines()
+                    if len(line.strip()) > 30 and not line.strip().startswith("#")
+                }
+    return secret - visible
+
+
+def test_no_served_file_carries_the_grader_s_checks(html_build, student_build):
+    """Crawl both built editions: no page, notebook, text or script file
+    holds an exercise's `assignment` metadata or a line of its judge,
+    export or inputs (the grader's alone; scripts/make_assignments.py)."""
+    assert html_build.returncode == 0 and student_build.returncode == 0
+    lines = grader_lines()
+    assert lines
+    for site in (HTML_DIR, STUDENT_HTML):
+        for path in site.rglob("*"):
+            if path.suffix not in {".html", ".ipynb", ".txt", ".js", ".json", ".md"}:
+                continue
+            text = path.read_text(errors="replace")
+            assert '"assignment"' not in text, path
+            for line in lines:
+                assert line not in text, f"{path}: {line}"
