@@ -577,8 +577,9 @@ def test_tracer_prose_reads_the_low_fpr_table_row_by_row(tb):
     # The prose: at 5% FPR the ceiling allows the exact tracer's TPR; at
     # 1% it does not (the exact tracer is above the ceiling there). Read
     # from the chapter's own table, so a new run cannot leave it stale.
-    row5, row1 = tb.value("low_fpr.loc[0.05].tolist()"), tb.value(
-        "low_fpr.loc[0.01].tolist()"
+    row5, row1 = (
+        tb.value("low_fpr.loc[0.05].tolist()"),
+        tb.value("low_fpr.loc[0.01].tolist()"),
     )
     assert row5[0] <= row5[2]
     assert row1[0] > row1[2]
@@ -747,3 +748,30 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
 ):
     message = assignments.wrong_answer_message(tb, STEM, label, code)
     assert expected in message, message
+
+
+def test_the_public_checks_catch_the_scale_read_as_epsilon(tb):
+    message = assignments.public_message(
+        tb,
+        STEM,
+        "recon-ex-budget",
+        "eps_each = 10.0\neps_total = 10_000.0\npromise = 1.0\n",
+    )
+    assert message and "10 is the noise scale" in message
+
+
+def test_right_answers_in_other_forms_get_full_marks(tb):
+    # NumPy scalars, three significant figures, a warning on stderr.
+    code = (
+        "import sys\nprint('rounded', file=sys.stderr)\n"
+        "eps_each = np.float32(0.1)\neps_total = np.int64(100)\n"
+        "promise = 1.00\n"
+    )
+    found = assignments.exercise(STEM, "recon-ex-budget")
+    assert assignments.failure(tb, found, code) is None
+    share = tb.value("float(suppressed_share)")
+    found = assignments.exercise(STEM, "recon-ex-suppress")
+    assert (
+        assignments.failure(tb, found, f"suppressed_share = {share:.3g}")
+        is None
+    )
