@@ -87,6 +87,29 @@ def build_book(source: Path, *extra: str) -> subprocess.CompletedProcess:
 PARALLEL_RUNS = int(os.environ.get("BOOK_PARALLEL_RUNS", "2"))
 
 
+def run_pytest(*args: str, env=None) -> subprocess.CompletedProcess:
+    """Run pytest on `args` in a process of its own (no xdist, no cache),
+    from the repository's root; returns the finished process."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "-q",
+            "-rf",
+            *args,
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+
+
 def selected_params(request, name: str) -> list:
     """The values the collected tests of this module take for parameter `name`."""
     return [

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, run_pytest
 
 CHAPTERS = [
     "many-queries",
@@ -68,23 +68,10 @@ def other_kernel() -> tuple[str, dict]:
 def test_stored_outputs_hold_under_another_blas_kernel():
     kernels, environment = other_kernel()
     notebooks = [str(ROOT / "chapters" / f"{c}.ipynb") for c in CHAPTERS]
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:xdist",
-            "-q",
-            "-m",
-            "notebooks",
-            *notebooks,
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    run = run_pytest(
+        "-m",
+        "notebooks",
+        *notebooks,
         env={**environment, "PYTEST_ADDOPTS": ""},
     )
     assert run.returncode == 0, (

@@ -11,14 +11,12 @@ code no longer draws.
 
 import base64
 import shutil
-import subprocess
-import sys
 
 import nbformat
 import pytest
 from nbformat.v4 import new_code_cell, new_notebook, new_output
 
-from conftest import BUILD_DIR, ROOT
+from conftest import BUILD_DIR, ROOT, run_pytest
 
 # A 1 x 1 PNG.
 TINY_PNG = base64.b64encode(
@@ -66,23 +64,7 @@ def nbval_run():
     )
     nbformat.write(alone, folder / "alone.ipynb")
     nbformat.write(stale, folder / "stale.ipynb")
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:xdist",
-            "-q",
-            "-rf",
-            str(folder.relative_to(ROOT)),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
+    return run_pytest(str(folder.relative_to(ROOT)))
 
 
 def test_kernel_sees_only_the_notebooks_data(nbval_run):
