@@ -1434,33 +1434,88 @@ def test_the_untouched_student_notebook_scores_zero(tb):
     assignments.assert_stubs_score_zero(tb, STEM)
 
 
+SEX_K = (
+    "sex_k = check_k_anonymity(clipped, AGE_EDU + ['Sex'], 1).smallest_group\n"
+)
+SEX_CLASSES = (
+    "_sizes = clipped.groupby(AGE_EDU + ['Sex'], observed=True).size()\n"
+    "sex_suppressed = int(((_sizes > 0) & (_sizes < K_POLICY)).sum())\n"
+)
+SEX_ROWS = (
+    "sex_suppressed = check_k_anonymity(\n"
+    "    clipped, AGE_EDU + ['Sex'], K_POLICY\n"
+    ").n_violating_rows\n"
+)
+# Entropy l-diversity for one quasi-identifier, with `log` and `power`
+# to vary (wrong answers below use the wrong ones).
+ENTROPY = """
+def entropy_l_diversity(df, quasi_identifiers, sensitive):
+    shares = df.groupby(quasi_identifiers)[sensitive].value_counts(
+        normalize=True
+    )
+    terms = -shares * {log}(shares)
+    by_class = terms.groupby(level=list(range(len(quasi_identifiers))))
+    return float({power}(by_class.sum().{pick}()))
+"""
+ESTIMATE = """
+true_count = int(census['Age'].between(30, {top}).sum())
+def _estimate(labels):
+    low, high = partition_intervals(qi_values, labels)
+    low, high = low[:, 0], high[:, 0]
+    inside = np.clip(np.minimum(high, 39) - np.maximum(low, 30) + 1, 0, None)
+    return float((inside / (high - low + 1)).sum())
+estimates = {{k: _estimate(mondrian_labels[k]) for k in (10, 100)}}
+larger_error_k = {larger}
+"""
+CHANCES = (
+    "class_chance = 3 / 8\n"
+    "chances_3_5 = minimality_posterior(3, 5, 3, 0.5)\n"
+    "chances_2_4 = minimality_posterior(2, 4, 2, 0.5)\n"
+)
+
+
 @pytest.mark.parametrize(
     ("label", "code", "expected"),
     [
         (
             "kanon-ex-add-sex",
-            "sex_k = check_k_anonymity(clipped, AGE_EDU + ['Sex'], 1)"
-            ".smallest_group\n"
-            "sex_suppressed = policy_report.n_violating_rows\n",
+            SEX_K + "sex_suppressed = policy_report.n_violating_rows\n",
             "that is the count for age and education alone",
         ),
         (
+            "kanon-ex-add-sex",
+            SEX_K + SEX_CLASSES,
+            "you counted the classes below k, but suppression removes",
+        ),
+        (
+            "kanon-ex-add-sex",
+            "sex_k = clipped_report.smallest_group\n" + SEX_ROWS,
+            "that is the smallest class of age and education alone",
+        ),
+        (
             "kanon-ex-entropy",
-            "def entropy_l_diversity(df, quasi_identifiers, sensitive):\n"
-            "    shares = df.groupby(quasi_identifiers)[sensitive]"
-            ".value_counts(normalize=True)\n"
-            "    terms = -shares * np.log(shares)\n"
-            "    return float(terms.groupby(level=0).sum().min())\n",
+            ENTROPY.format(log="np.log", power="", pick="min"),
             "you returned the entropy H, not e^H",
         ),
         (
             "kanon-ex-entropy",
+            ENTROPY.format(log="np.log", power="np.exp", pick="max"),
+            "so the smallest one decides",
+        ),
+        (
+            "kanon-ex-entropy",
+            ENTROPY.format(log="np.log2", power="np.exp", pick="min"),
+            "use one base for both",
+        ),
+        (
+            "kanon-ex-entropy",
             "def entropy_l_diversity(df, quasi_identifiers, sensitive):\n"
             "    shares = df.groupby(quasi_identifiers)[sensitive]"
             ".value_counts(normalize=True)\n"
-            "    terms = -shares * np.log(shares)\n"
-            "    return float(np.exp(terms.groupby(level=0).sum().max()))\n",
-            "so the smallest one decides",
+            "    terms = -np.log(shares)\n"
+            "    by_class = terms.groupby(level=0).mean()\n"
+            "    return float(np.exp(by_class.min()))\n",
+            "weight each value's -log p by its share p",
         ),
         (
             "kanon-ex-statistic",
@@ -1476,12 +1531,50 @@ def test_the_untouched_student_notebook_scores_zero(tb):
             "holds u - l + 1 ages",
         ),
         (
+            "kanon-ex-statistic",
+            ESTIMATE.format(top=40, larger=100),
+            "30 to 39 stops before 40",
+        ),
+        # Within 3 significant figures of the right estimate at k = 10,
+        # but the exercise asks for it to the nearest person.
+        (
+            "kanon-ex-statistic",
+            ESTIMATE.format(top=39, larger=100)
+            + "estimates[10] = float(true_count)\n",
+            "your estimate at k = 10 is 8,613.0, but spreading each class",
+        ),
+        (
+            "kanon-ex-statistic",
+            ESTIMATE.format(top=39, larger=10),
+            "compare |estimate - true count| of the two releases",
+        ),
+        (
             "kanon-ex-minimality",
             "class_chance = 3 / 8\n"
             "chances_3_5 = (3 / 8, 3 / 8)\n"
             "chances_2_4 = (2 / 6, 2 / 6)\n",
             "keep only those under which the halves break the rule",
         ),
+        (
+            "kanon-ex-minimality",
+            CHANCES + "chances_3_5 = chances_3_5[::-1]\n",
+            "give the first half's chance first",
+        ),
+    ],
+    ids=[
+        "sex-count-without-sex",
+        "sex-classes-not-rows",
+        "sex-k-without-sex",
+        "entropy-not-exponentiated",
+        "entropy-largest-class",
+        "entropy-bits-then-e",
+        "entropy-unweighted",
+        "estimate-without-plus-one",
+        "true-count-to-40",
+        "true-count-as-estimate",
+        "larger-error-misread",
+        "chances-of-all-placements",
+        "chances-reversed",
     ],
 )
 def test_a_typical_wrong_answer_fails_with_its_reason(
@@ -1489,3 +1582,144 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
 ):
     message = assignments.wrong_answer_message(tb, STEM, label, code)
     assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "kanon-ex-add-sex",
+            SEX_K + "sex_suppressed = policy_report.n_violating_rows\n",
+            "is the count for age and education alone",
+        ),
+        (
+            "kanon-ex-add-sex",
+            SEX_K + SEX_CLASSES,
+            "if you counted the classes below k, suppression removes",
+        ),
+        (
+            "kanon-ex-add-sex",
+            "sex_k = clipped_report.smallest_group\n" + SEX_ROWS,
+            "is the smallest class of age and education alone",
+        ),
+        (
+            "kanon-ex-add-sex",
+            "sex_k = 5.5\n" + SEX_ROWS,
+            "sex_k should be a whole number of rows",
+        ),
+        (
+            "kanon-ex-entropy",
+            ENTROPY.format(log="np.log", power="", pick="min"),
+            "you returned the entropy H, not e^H",
+        ),
+        (
+            "kanon-ex-entropy",
+            ENTROPY.format(log="np.log", power="np.exp", pick="max"),
+            "so the smallest one decides",
+        ),
+        (
+            "kanon-ex-entropy",
+            ENTROPY.format(log="np.log2", power="np.exp", pick="min"),
+            "use one base for both",
+        ),
+        (
+            "kanon-ex-entropy",
+            "def entropy_l_diversity(df, quasi_identifiers, sensitive):\n"
+            "    return df.groupby(quasi_identifiers)[sensitive].nunique()\n",
+            "should return one number",
+        ),
+        (
+            "kanon-ex-statistic",
+            ESTIMATE.format(top=39, larger=10),
+            "by your own numbers the release at k = 100 is further",
+        ),
+        (
+            "kanon-ex-statistic",
+            ESTIMATE.format(top=39, larger=100)
+            .replace("for k in (10, 100)}", "for k in ('10', '100')}")
+            .replace("mondrian_labels[k]", "mondrian_labels[int(k)]"),
+            "estimates should be a dict with keys 10 and 100",
+        ),
+        (
+            "kanon-ex-minimality",
+            "class_chance = 3 / 8\n"
+            "chances_3_5 = (3 / 8, 3 / 8)\n"
+            "chances_2_4 = (2 / 6, 2 / 6)\n",
+            "that is the class's chance over all placements",
+        ),
+        (
+            "kanon-ex-minimality",
+            CHANCES + "chances_3_5 = chances_3_5[::-1]\n",
+            "give the share of high earners in each half (first half",
+        ),
+        (
+            "kanon-ex-minimality",
+            CHANCES + "chances_3_5 = np.array(chances_3_5) * (3, 5)\n",
+            "chances_3_5 should be two chances between 0 and 1",
+        ),
+    ],
+    ids=[
+        "sex-count-without-sex",
+        "sex-classes-not-rows",
+        "sex-k-without-sex",
+        "sex-k-not-whole",
+        "entropy-not-exponentiated",
+        "entropy-largest-class",
+        "entropy-bits-then-e",
+        "entropy-per-class-series",
+        "larger-error-misread",
+        "estimates-string-keys",
+        "chances-of-all-placements",
+        "chances-reversed",
+        "chances-as-counts",
+    ],
+)
+def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
+    message = assignments.public_message(tb, STEM, label, code)
+    assert message is not None, f"{label}: the public checks pass {code}"
+    assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        (
+            "kanon-ex-add-sex",
+            "sex_k = np.float64(check_k_anonymity(\n"
+            "    clipped, AGE_EDU + ['Sex'], 1\n"
+            ").smallest_group)\n"
+            "sex_suppressed = np.int32(check_k_anonymity(\n"
+            "    clipped, AGE_EDU + ['Sex'], K_POLICY\n"
+            ").n_violating_rows)\n",
+        ),
+        # Another formula (base 2 throughout), a warning on stderr and a
+        # NumPy float32 result.
+        (
+            "kanon-ex-entropy",
+            "import sys\n"
+            + ENTROPY.format(log="np.log2", power="2 **", pick="min").replace(
+                "    return float(",
+                "    print('computing', file=sys.stderr)\n"
+                "    return np.float32(",
+            ),
+        ),
+        (
+            "kanon-ex-statistic",
+            ESTIMATE.format(top=39, larger="np.int64(100)").replace(
+                "estimates = {k: _estimate(mondrian_labels[k])",
+                "estimates = {np.int64(k): round(_estimate(mondrian_labels[k]))",
+            ),
+        ),
+        (
+            "kanon-ex-minimality",
+            "class_chance = np.float32(0.375)\n"
+            "chances_3_5 = [float(f'{c:.3g}') for c in "
+            "minimality_posterior(3, 5, 3, 0.5)]\n"
+            "chances_2_4 = np.array(minimality_posterior(2, 4, 2, 0.5))\n",
+        ),
+    ],
+    ids=["numpy-counts", "entropy-base-2", "rounded-estimates", "rounded"],
+)
+def test_a_right_answer_in_another_form_gets_full_marks(tb, label, code):
+    found = assignments.exercise(STEM, label)
+    assert assignments.failure(tb, found, code) is None

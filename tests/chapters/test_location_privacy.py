@@ -655,60 +655,248 @@ def test_the_untouched_student_notebook_scores_zero(tb):
     assignments.assert_stubs_score_zero(tb, STEM)
 
 
-@pytest.mark.parametrize(
-    ("label", "code", "expected"),
-    [
-        (
-            "loc-ex-larger-k",
-            "naive_below = int((naive_10 == 1).sum())\n"
-            "kd_min_set = int(cloak_anonymity_sets(kd_10).min())\n"
-            "kd_median_area = float(kd_10_area.median())\n",
-            "that counts only the users identified exactly",
-        ),
-        (
-            "loc-ex-calibrate",
-            "eps_500 = 2 / 500\n"
-            "expected_error = 2 / eps_500\n"
-            "far_formula = 0.5\n",
-            "so eps d = log 2, not 2",
-        ),
-        (
-            "loc-ex-calibrate",
-            "eps_500 = np.log(2) / 500\n"
-            "expected_error = 1 / eps_500\n"
-            "far_formula = 0.5\n",
-            "1/eps is the mean of one-dimensional Laplace noise",
-        ),
-        (
-            "loc-ex-budget",
-            "_g = np.random.default_rng(5)\n"
-            "eps_each = EPS_PER_M\n"
-            "single = error_of_average(1, eps_each, 1000, _g)\n"
-            "month = error_of_average(30, eps_each, 1000, _g)\n",
-            "would cost 30 times the month's budget",
-        ),
-        (
-            "loc-ex-budget",
-            "_g = np.random.default_rng(5)\n"
-            "eps_each = EPS_PER_M / 30\n"
-            "single = error_of_average(1, eps_each, 1000, _g) / 2\n"
-            "month = error_of_average(30, eps_each, 1000, _g)\n",
-            "draw them with planar_laplace at eps_each",
-        ),
-        (
-            "loc-ex-by-hand",
-            "naive_sides = [0.25, 0.25, 2.0, 4.0]\n"
-            "naive_sets = [2, 2, 3, 1]\n"
-            "kd_sets = [2, 2, 2, 2]\n",
-            "so only the third ever sends it",
-        ),
-    ],
+COARSE = "half = int(coarse.index[coarse['unique share'] > 0.5][0])\n"
+LARGER = (
+    "naive_below = int((naive_10 < 10).sum())\n"
+    "kd_min_set = int(cloak_anonymity_sets(kd_10).min())\n"
+    "kd_median_area = float(kd_10_area.median())\n"
 )
+CALIBRATE = (
+    "eps_500 = np.log(2) / 500\n"
+    "expected_error = 2 / eps_500\n"
+    "far_formula = (1 + eps_500 * 2000) * np.exp(-eps_500 * 2000)\n"
+)
+BUDGET = (
+    "_g = np.random.default_rng(5)\n"
+    "eps_each = EPS_PER_M / 30\n"
+    "single = error_of_average(1, eps_each, 1000, _g)\n"
+    "month = error_of_average(30, eps_each, 1000, _g)\n"
+)
+BY_HAND = (
+    "naive_sides = [0.25, 0.25, 2.0, 4.0]\n"
+    "naive_sets = [2, 2, 1, 1]\n"
+    "kd_sets = [2, 2, 2, 2]\n"
+)
+WRONG_ANSWERS = [
+    (
+        "loc-ex-coarse",
+        "half = 6\nhalf_people = int((daily_points >= 6).sum())\n",
+        "known points single out",
+    ),
+    (
+        "loc-ex-coarse",
+        COARSE + "half_people = N_PEOPLE\n",
+        "the unique share is a share of them only: that is everyone",
+    ),
+    (
+        "loc-ex-coarse",
+        COARSE + "half_people = int("
+        "(records.groupby('person').size() >= half).sum())\n",
+        "that counts records",
+    ),
+    (
+        "loc-ex-larger-k",
+        LARGER + "naive_below = int((naive_10 == 1).sum())\n",
+        "that counts only the users identified exactly",
+    ),
+    (
+        "loc-ex-larger-k",
+        LARGER + "naive_below = int((naive_10 <= 10).sum())\n",
+        "a set of exactly 10 senders is not below 10",
+    ),
+    (
+        "loc-ex-larger-k",
+        LARGER + "kd_median_area = float(kd_10_area.mean())\n",
+        "that is the mean, not the median",
+    ),
+    (
+        "loc-ex-larger-k",
+        LARGER + "kd_median_area = float(kd_10_area.median() * 1e6)\n",
+        "that is in square metres",
+    ),
+    (
+        "loc-ex-calibrate",
+        CALIBRATE + "eps_500 = 2 / 500\n",
+        "so eps d = log 2, not 2",
+    ),
+    (
+        "loc-ex-calibrate",
+        CALIBRATE + "eps_500 = np.log(2) / 0.5\n",
+        "that is per kilometre",
+    ),
+    (
+        "loc-ex-calibrate",
+        CALIBRATE + "expected_error = 1 / eps_500\n",
+        "1/eps is the mean of one-dimensional Laplace noise",
+    ),
+    (
+        "loc-ex-calibrate",
+        CALIBRATE + "far_formula = np.exp(-eps_500 * 2000)\n",
+        "is the tail of one-dimensional Laplace noise",
+    ),
+    (
+        "loc-ex-budget",
+        BUDGET.replace("EPS_PER_M / 30", "EPS_PER_M"),
+        "would cost 30 times the month's budget",
+    ),
+    (
+        "loc-ex-budget",
+        BUDGET + "single = single / 2\n",
+        "draw them with planar_laplace at eps_each",
+    ),
+    (
+        "loc-ex-budget",
+        BUDGET + "month = error_of_average(20, eps_each, 1000, _g)\n",
+        "average 30 reports at eps_each",
+    ),
+    (
+        "loc-ex-by-hand",
+        BY_HAND.replace("[2, 2, 1, 1]", "[2, 2, 3, 1]"),
+        "so only the third ever sends it",
+    ),
+    (
+        "loc-ex-by-hand",
+        BY_HAND.replace("[0.25, 0.25, 2.0", "[0.5, 0.5, 1.0"),
+        "the third and the fourth must climb",
+    ),
+    (
+        "loc-ex-by-hand",
+        BY_HAND.replace("kd_sets = [2, 2, 2, 2]", "kd_sets = [2, 2, 1, 1]"),
+        "and all of them send it",
+    ),
+]
+
+
+@pytest.mark.parametrize(("label", "code", "expected"), WRONG_ANSWERS)
 def test_a_typical_wrong_answer_fails_with_its_reason(
     tb, label, code, expected
 ):
     message = assignments.wrong_answer_message(tb, STEM, label, code)
     assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        ("loc-ex-coarse", "half = 7\nhalf_people = 1000\n", "one of 2, 4"),
+        (
+            "loc-ex-coarse",
+            COARSE + "half_people = N_PEOPLE\n",
+            "is everyone, but few weeks hold",
+        ),
+        (
+            "loc-ex-larger-k",
+            LARGER + "kd_median_area = float(kd_10_area.median() * 1e6)\n",
+            "give the area in km^2",
+        ),
+        (
+            "loc-ex-larger-k",
+            LARGER.replace("kd_10", "kd_regions(homes, 5)").replace(
+                "kd_regions(homes, 5)_area", "kd_10_area"
+            ),
+            "the k-d partition is reciprocal",
+        ),
+        (
+            "loc-ex-calibrate",
+            CALIBRATE + "eps_500 = 2 / 500\n",
+            "so eps d = log 2, not 2",
+        ),
+        (
+            "loc-ex-calibrate",
+            CALIBRATE + "eps_500 = np.log(2) / 0.5\n",
+            "that epsilon is per kilometre",
+        ),
+        (
+            "loc-ex-calibrate",
+            CALIBRATE + "expected_error = 1 / eps_500\n",
+            "1/eps is the mean of one-dimensional Laplace noise",
+        ),
+        (
+            "loc-ex-calibrate",
+            CALIBRATE + "far_formula = np.exp(-eps_500 * 2000)\n",
+            "is the tail of one-dimensional Laplace noise",
+        ),
+        (
+            "loc-ex-budget",
+            BUDGET.replace("EPS_PER_M / 30", "EPS_PER_M"),
+            "would cost 30 times the month's budget",
+        ),
+        (
+            "loc-ex-budget",
+            BUDGET + "single = single / 2\n",
+            "draw them with planar_laplace at eps_each",
+        ),
+        (
+            "loc-ex-budget",
+            BUDGET + "month = error_of_average(20, eps_each, 1000, _g)\n",
+            "average 30 reports at eps_each",
+        ),
+        (
+            "loc-ex-by-hand",
+            BY_HAND.replace("[2, 2, 1, 1]", "[2, 2, 3, 1]"),
+            "so only the third ever sends it",
+        ),
+        (
+            "loc-ex-by-hand",
+            BY_HAND.replace("[0.25, 0.25,", "[0.3, 0.3,"),
+            "halved a whole number of times",
+        ),
+        (
+            "loc-ex-by-hand",
+            BY_HAND.replace("[2, 2, 1, 1]", "[2, 1, 1, 1]"),
+            "is a multiple of 2",
+        ),
+        (
+            "loc-ex-by-hand",
+            BY_HAND.replace(
+                "kd_sets = [2, 2, 2, 2]", "kd_sets = [2, 2, 1, 1]"
+            ),
+            "and all of them send it",
+        ),
+    ],
+)
+def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
+    message = assignments.public_message(tb, STEM, label, code)
+    assert message is not None, f"{label}: the public checks pass {code}"
+    assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        (
+            "loc-ex-coarse",
+            "half = np.int64(coarse.index[coarse['unique share'] > 0.5][0])\n"
+            "half_people = float(coarse.loc[half, 'people counted'])\n",
+        ),
+        (
+            "loc-ex-larger-k",
+            LARGER + "naive_below = np.int64(naive_below)\n"
+            "kd_median_area = np.float32(f'{kd_median_area:.3g}')\n",
+        ),
+        # Each value rounded to 3 significant figures.
+        (
+            "loc-ex-calibrate",
+            "eps_500 = 0.00139\nexpected_error = 1440.0\n"
+            "far_formula = 0.236\n",
+        ),
+        (
+            "loc-ex-budget",
+            BUDGET + "single = single.astype(np.float32).tolist()\n"
+            "month = tuple(month)\n",
+        ),
+        (
+            "loc-ex-by-hand",
+            "naive_sides = np.array([0.25, 0.25, 2, 4], dtype=np.float32)\n"
+            "naive_sets = (np.int64(2), 2, 1, 1)\n"
+            "kd_sets = np.full(4, 2.0)\n",
+        ),
+    ],
+    ids=["numpy-ints", "rounded-area", "rounded", "float32-list", "arrays"],
+)
+def test_a_right_answer_in_another_form_gets_full_marks(tb, label, code):
+    found = assignments.exercise(STEM, label)
+    assert assignments.failure(tb, found, code) is None
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

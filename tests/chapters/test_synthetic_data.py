@@ -756,18 +756,71 @@ def test_the_untouched_student_notebook_scores_zero(tb):
     assignments.assert_stubs_score_zero(tb, STEM)
 
 
+SCALED = (
+    "split_errors = split_errors.copy()\n"
+    "split_errors['mean'] = split_errors['mean'] * {factor}\n"
+)
+MI_LOG = """
+def mutual_information(codes, i, j):
+    joint = synth_marginal(codes, SYNTH_SIZES, [i, j]) / len(codes)
+    product = np.outer(joint.sum(axis=1), joint.sum(axis=0))
+    seen = joint > {floor}
+    return float((joint[seen] * {log}(joint[seen] / product[seen])).sum())
+"""
+MIN_TREE = (
+    "mi_tree = maximum_spanning_tree({p: -s for p, s in mi_scores.items()})\n"
+)
+MST_GAMES = (
+    "_g = np.random.default_rng(3)\n"
+    "tpr_1, fpr_1 = np.mean(\n"
+    "    [synth_membership_trial('MST', 1.0, _g) for _ in range(10)], axis=0\n"
+    ")\n"
+    "allowed_tpr = np.exp(1.0) * fpr_1 + DELTA\n"
+)
+
+
 @pytest.mark.parametrize(
     ("label", "code", "expected"),
     [
         (
+            "synth-ex-split",
+            SCALED.format(factor=0.5),
+            "did you pass epsilon where synth_fit_mst expects rho?",
+        ),
+        (
+            "synth-ex-split",
+            SCALED.format(factor=2),
+            "average the two-way TVD over all pairs of each fit",
+        ),
+        (
+            "synth-ex-split",
+            "cheaper_pays_off_at = 3.0\n",
+            "it helps where their noise dominates the error",
+        ),
+        (
+            "synth-ex-split",
+            "split_errors = split_errors.rename(index={'tenth': 'tenths'})\n",
+            "but the exercise compares",
+        ),
+        (
             "synth-ex-mutual-information",
-            "def mutual_information(codes, i, j):\n    joint = synth_marginal(codes, SYNTH_SIZES, [i, j]) / len(codes)\n    product = np.outer(joint.sum(axis=1), joint.sum(axis=0))\n    seen = joint > 0\n    return float((joint[seen] * np.log2(joint[seen] / product[seen])).sum())\n",
-            "natural log",
+            MI_LOG.format(floor=0, log="np.log2"),
+            "the exercise's I uses the natural log",
+        ),
+        (
+            "synth-ex-mutual-information",
+            MI_LOG.format(floor=-1, log="np.log"),
+            "empty cells (p(x, y) = 0) count 0",
+        ),
+        (
+            "synth-ex-mutual-information",
+            MIN_TREE,
+            "of yours are not on it",
         ),
         (
             "synth-ex-mutual-information",
             "l1_score_sensitivity = 2\n",
-            "the L1 score moves by at most 1",
+            "moves only the pair's true table",
         ),
         (
             "synth-ex-bound",
@@ -775,16 +828,46 @@ def test_the_untouched_student_notebook_scores_zero(tb):
             "e^epsilon FPR + delta",
         ),
         (
+            "synth-ex-bound",
+            MST_GAMES,
+            "are far from what 10 games against the noisy full table",
+        ),
+        (
+            "synth-ex-bound",
+            "below_proves_private = True\n",
+            "one attack below the bound proves nothing",
+        ),
+        (
             "synth-ex-worst-pair",
             'worst_error_source = "noise"\n',
             "from the tree approximation",
         ),
+        (
+            "synth-ex-worst-pair",
+            "worst = min(errors_3, key=errors_3.get)\n",
+            "is one the fits reproduce well",
+        ),
+        (
+            "synth-ex-worst-pair",
+            "worst_on_tree = True\n",
+            "the tree does not link directly",
+        ),
     ],
     ids=[
+        "epsilon-as-rho",
+        "tvd-summed",
+        "tenth-at-3",
+        "split-misnamed",
         "log2-mi",
+        "empty-cells-nan",
+        "minimum-tree",
         "sensitivity-two",
         "no-delta",
+        "mst-games",
+        "below-proves",
         "noise-blamed",
+        "best-pair",
+        "on-tree",
     ],
 )
 def test_a_typical_wrong_answer_fails_with_its_reason(
@@ -794,3 +877,199 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
     answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
     message = assignments.wrong_answer_message(tb, STEM, label, answer + code)
     assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "synth-ex-split",
+            "split_errors = split_errors.reset_index()\n",
+            "should be indexed by (epsilon, split)",
+        ),
+        (
+            "synth-ex-split",
+            "split_errors = split_errors.rename(index={3.0: 0.3, 0.3: 3.0})\n",
+            "is not below the one at epsilon 0.3",
+        ),
+        (
+            "synth-ex-split",
+            "cheaper_pays_off_at = '0.3'\n",
+            "should be 0.3 or 3.0",
+        ),
+        (
+            "synth-ex-mutual-information",
+            MI_LOG.format(floor=0, log="np.log2"),
+            "that is in bits; the exercise's I uses the natural log",
+        ),
+        (
+            "synth-ex-mutual-information",
+            MI_LOG.format(floor=-1, log="np.log"),
+            "empty cells (p(x, y) = 0) count 0",
+        ),
+        (
+            "synth-ex-mutual-information",
+            "l1_tree = l1_tree | {(0, 1)}\n",
+            "but a spanning tree of 8 columns has 7 and connects",
+        ),
+        (
+            "synth-ex-mutual-information",
+            "mi_tree = {(SYNTH_COLUMNS[i], SYNTH_COLUMNS[j]) "
+            "for i, j in mi_tree}\n",
+            "should be a set of pairs (i, j) of column indices",
+        ),
+        (
+            "synth-ex-mutual-information",
+            "l1_score_sensitivity = 2\n",
+            "one person moves only the pair's true table",
+        ),
+        (
+            "synth-ex-worst-pair",
+            "worst = (SYNTH_COLUMNS[worst[0]], SYNTH_COLUMNS[worst[1]])\n",
+            "worst should be a pair (i, j) of two column indices",
+        ),
+        (
+            "synth-ex-worst-pair",
+            "worst_error_source = 'the tree'\n",
+            "should be 'noise' or 'tree'",
+        ),
+        (
+            "synth-ex-bound",
+            "allowed_tpr = np.exp(1.0) * tpr_1 + DELTA\n",
+            "allows at most e^epsilon FPR + delta, with your FPR",
+        ),
+        (
+            "synth-ex-bound",
+            "above_means_bug = 'yes'\n",
+            "above_means_bug should be True or False",
+        ),
+    ],
+)
+def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
+    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
+    message = assignments.public_message(tb, STEM, label, answer + code)
+    assert message is not None, f"{label}: the public checks pass {code}"
+    assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        # float32 epsilons, the columns in another order and one more.
+        (
+            "synth-ex-split",
+            "split_errors = split_errors.reset_index().assign(\n"
+            "    epsilon=lambda t: t['epsilon'].astype(np.float32),\n"
+            "    fits=12,\n"
+            ").set_index(['epsilon', 'split'])[\n"
+            "    ['standard error', 'fits', 'mean']\n"
+            "]\n"
+            "cheaper_pays_off_at = np.float64(0.3)\n",
+        ),
+        # Another formula (from a cross-table), a warning on stderr, the
+        # trees as lists of reversed pairs, a float sensitivity.
+        (
+            "synth-ex-mutual-information",
+            "import sys\n"
+            "def mutual_information(codes, i, j):\n"
+            "    print('counting', file=sys.stderr)\n"
+            "    joint = pd.crosstab(codes[:, i], codes[:, j]).to_numpy()\n"
+            "    joint = joint / joint.sum()\n"
+            "    px, py = joint.sum(axis=1), joint.sum(axis=0)\n"
+            "    with np.errstate(divide='ignore', invalid='ignore'):\n"
+            "        terms = joint * np.log(joint / np.outer(px, py))\n"
+            "    return np.float32(np.nansum(terms))\n"
+            "l1_tree = [[j, i] for i, j in l1_tree]\n"
+            "mi_tree = [(np.int64(i), np.int64(j)) for i, j in mi_tree]\n"
+            "l1_score_sensitivity = np.float32(1)\n",
+        ),
+        (
+            "synth-ex-worst-pair",
+            "worst = (np.int64(worst[1]), np.int64(worst[0]))\n"
+            "worst_on_tree = np.False_\n"
+            "worst_error_source = 'tree'\n",
+        ),
+        (
+            "synth-ex-bound",
+            "tpr_1 = np.float32(f'{tpr_1:.3g}')\n"
+            "fpr_1 = float(f'{fpr_1:.3g}')\n"
+            "allowed_tpr = float(f'{np.exp(1.0) * fpr_1 + DELTA:.3g}')\n"
+            "above_means_bug = np.True_\n"
+            "below_proves_private = 0\n",
+        ),
+    ],
+    ids=["float32-index", "crosstab", "reversed-pair", "rounded"],
+)
+def test_a_right_answer_in_another_form_gets_full_marks(tb, label, code):
+    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
+    found = assignments.exercise(STEM, label)
+    assert assignments.failure(tb, found, answer + "\n" + code) is None
+
+
+DOZEN_FITS = """
+_g = np.random.default_rng({seed})
+
+
+def _stats(epsilon, shares):
+    rho = synth_rho_for_epsilon(epsilon, DELTA)
+    errors = []
+    for _ in range(12):
+        model = synth_fit_mst(train_codes, SYNTH_SIZES, rho, _g, shares)
+        rows = synth_sample(
+            model, SYNTH_SIZES, synth_estimated_rows(model), _g
+        )
+        tvds = synth_marginal_errors(train_codes, rows, SYNTH_SIZES, 2)
+        errors.append(np.mean(list(tvds.values())))
+    return np.mean(errors), np.std(errors, ddof=1) / np.sqrt(12)
+
+
+split_errors = pd.DataFrame(
+    [
+        (epsilon, name, *_stats(epsilon, shares))
+        for epsilon in (0.3, 3.0)
+        for name, shares in [
+            ("thirds", (1 / 3, 1 / 3, 1 / 3)),
+            ("tenth", (0.45, 0.1, 0.45)),
+        ]
+    ],
+    columns=["epsilon", "split", "mean", "standard error"],
+).set_index(["epsilon", "split"])
+cheaper_pays_off_at = 0.3
+"""
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_the_split_check_accepts_a_dozen_fits_at_another_seed(tb, seed):
+    found = assignments.exercise(STEM, "synth-ex-split")
+    assert assignments.failure(tb, found, DOZEN_FITS.format(seed=seed)) is None
+
+
+# A student's own fit and games, at seeds other than the book's (at seed 0
+# the worst pair is not the book's).
+OWN_RUN = {
+    "synth-ex-worst-pair": """
+_g = np.random.default_rng({seed})
+_rho = synth_rho_for_epsilon(3.0, DELTA)
+_model = synth_fit_mst(train_codes, SYNTH_SIZES, _rho, _g)
+_rows = synth_sample(_model, SYNTH_SIZES, n_train, _g)
+_errors = synth_marginal_errors(train_codes, _rows, SYNTH_SIZES, 2)
+worst = max(_errors, key=_errors.get)
+worst_on_tree = worst in _model["edges"]
+worst_error_source = "tree"
+""",
+    "synth-ex-bound": """
+_g = np.random.default_rng({seed})
+_rates = [synth_membership_trial("full table", 1.0, _g) for _ in range(10)]
+tpr_1, fpr_1 = np.mean(_rates, axis=0)
+allowed_tpr = np.exp(1.0) * fpr_1 + DELTA
+above_means_bug, below_proves_private = True, False
+""",
+}
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+@pytest.mark.parametrize("label", sorted(OWN_RUN))
+def test_a_correct_run_at_another_seed_gets_full_marks(tb, label, seed):
+    found = assignments.exercise(STEM, label)
+    code = OWN_RUN[label].format(seed=seed)
+    assert assignments.failure(tb, found, code) is None
