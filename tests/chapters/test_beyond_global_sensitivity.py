@@ -1,8 +1,12 @@
 """Tests for chapters/beyond-global-sensitivity.ipynb: the chapter's own
 functions, run in its namespace."""
 
+import itertools
+from contextlib import contextmanager
+
 import assignments
 import numpy as np
+import pandas as pd
 import pytest
 
 from conftest import chapter_kernel, value_error_message
@@ -12,6 +16,25 @@ from conftest import chapter_kernel, value_error_message
 def tb():
     with chapter_kernel("beyond-global-sensitivity") as notebook:
         yield notebook
+
+
+@contextmanager
+def recording(tb, name):
+    """Wrap the chapter's function `name` so that every call's positional
+    arguments are recorded (the chapter's functions look it up by name
+    when they run); the original is restored afterwards."""
+    original = tb.namespace[name]
+    calls = []
+
+    def wrapper(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    tb.namespace[name] = wrapper
+    try:
+        yield calls
+    finally:
+        tb.namespace[name] = original
 
 
 # --- brute force, independent of the chapter's formulas ------------------
@@ -51,8 +74,8 @@ def brute_gaps(table, upper, k_max):
 
 
 def brute_smooth(table, upper, beta):
-    # A^(k) = upper once k >= n + 1, and exp(-beta k) * upper only falls
-    # from there, so k up to n + 1 suffices for the maximum.
+    # A^(k) = upper once k >= n (checked below), and exp(-beta k) * upper
+    # only falls from there, so k up to n + 1 is more than enough.
     gaps = brute_gaps(table, upper, len(table) + 1)
     return max(np.exp(-beta * k) * g for k, g in enumerate(gaps))
 
@@ -89,6 +112,28 @@ def test_smooth_sensitivity_matches_brute_force(tb, beta):
         assert got == pytest.approx(brute_smooth(table, 5, beta), rel=1e-12)
 
 
+def test_gaps_reach_the_whole_range_from_n_steps(tb):
+    # The prose: A^(k) = upper once k >= n (not only from n + 1), by
+    # breadth-first search and by the chapter's formula; n - 1 steps need
+    # not suffice: for (3, 3) in [0, 5], A^(1) = 3 - 0.
+    for table in random_tables(6, 25, 5, 4):
+        n = len(table)
+        assert brute_gaps(table, 5, n + 1)[n:] == [5, 5], table
+        tb.inject(f"_t = {list(table)}")
+        got = tb.value(f"median_gap_within(_t, 5, np.arange({n}, {n + 3}))")
+        assert got.tolist() == [5, 5, 5], table
+    assert brute_gaps((3, 3), 5, 2) == [0, 3, 5]
+    assert tb.value("median_gap_within([3, 3], 5, np.arange(3))").tolist() == [
+        0,
+        3,
+        5,
+    ]
+    # The empty table: its median 0 moves to whatever one person brings.
+    assert brute_gaps((), 5, 0) == [5]
+    assert tb.value("local_sensitivity_median([], 5)") == 5
+    assert tb.value("smooth_sensitivity_median([], 5, 0.5)") == 5
+
+
 def test_smooth_sensitivity_is_smooth_between_neighbours(tb):
     # S(D) <= e^beta S(D') for every neighbour D' (one value added at any
     # point of the grid, or one removed), and S >= LS.
@@ -107,14 +152,68 @@ def test_smooth_sensitivity_is_smooth_between_neighbours(tb):
             assert s <= np.exp(beta) * s_other * (1 + 1e-12)
 
 
-def test_cauchy_sliding_constant_is_exact(tb):
-    # The proof's alpha = 2 sinh(eps/4): the largest log density ratio of
-    # the standard Cauchy under a shift by alpha is eps/2, no more, no less.
-    for eps in (0.1, 1.0, 3.0):
-        alpha = 2 * np.sinh(eps / 4)
-        z = np.linspace(-50, 50, 2_000_001)
-        ratio = np.log((1 + (z + alpha) ** 2) / (1 + z**2))
-        assert ratio.max() == pytest.approx(eps / 2, rel=1e-6)
+def cauchy_release_of(tb, table, upper, eps, seed=7, draws=400):
+    """(location, scale) of the chapter's smooth_median on `table`, read
+    off its releases: with the same seed its Cauchy draws are the
+    generator's own standard_cauchy, so the releases that escape the clamp
+    lie on a line in them."""
+    z = np.random.default_rng(seed).standard_cauchy(draws)
+    out = tb["smooth_median"](
+        list(table), upper, eps, np.random.default_rng(seed), draws
+    )
+    inner = (out > 0) & (out < upper)
+    assert inner.sum() >= 2
+    scale, location = np.polyfit(z[inner], out[inner], 1)
+    assert np.allclose(location + scale * z[inner], out[inner], atol=1e-9)
+    return location, scale
+
+
+@pytest.mark.parametrize("eps", [0.1, 1.0, 3.0])
+def test_cauchy_sliding_constant_is_exact(tb, eps):
+    # The chapter's smooth_median scales its Cauchy noise to S(D) / alpha,
+    # with S the (eps/2)-smooth sensitivity; read alpha off its releases.
+    # It must be the proof's 2 sinh(eps/4): the largest log density ratio
+    # of the standard Cauchy under a shift by alpha is then eps/2, no more
+    # (privacy), no less (no budget wasted).
+    table = [20, 30, 40, 50, 60]
+    location, scale = cauchy_release_of(tb, table, 125, eps)
+    assert location == pytest.approx(40, abs=1e-9)  # the median
+    smooth = tb["smooth_sensitivity_median"](table, 125, eps / 2)
+    alpha = smooth / scale
+    assert alpha == pytest.approx(2 * np.sinh(eps / 4), rel=1e-9)
+    z = np.linspace(-50, 50, 2_000_001)
+    ratio = np.log((1 + (z + alpha) ** 2) / (1 + z**2))
+    assert ratio.max() == pytest.approx(eps / 2, rel=1e-6)
+
+
+def test_smooth_median_density_ratio_stays_within_epsilon(tb):
+    # End to end, before the clamp (post-processing): for every table of
+    # 0 to 3 ages in [0, 6] and every neighbour (one age added), the two
+    # Cauchy densities of the chapter's releases, located and scaled as
+    # read off its draws, differ by at most a factor e^eps at every output
+    # in [-2000, 2000]. (Scaling to the eps-smooth instead of the
+    # (eps/2)-smooth sensitivity loses 1.03 here.)
+    eps, upper = 1.0, 6
+    y = np.linspace(-2000, 2000, 400_001)
+
+    def log_density(location, scale):
+        z = (y - location) / scale
+        return -np.log(np.pi * scale * (1 + z * z))
+
+    releases = {
+        table: cauchy_release_of(tb, table, upper, eps)
+        for n in range(4)
+        for table in itertools.combinations_with_replacement(range(7), n)
+    }
+    worst = 0.0
+    for table, (location, scale) in releases.items():
+        if len(table) == 3:
+            continue
+        for v in range(upper + 1):
+            other = releases[tuple(sorted(table + (v,)))]
+            gap = log_density(location, scale) - log_density(*other)
+            worst = max(worst, np.abs(gap).max())
+    assert worst <= eps + 1e-9
 
 
 def test_smooth_median_scale_and_clamp(tb):
@@ -171,6 +270,175 @@ def test_ptr_measured_release_rate_matches_formula(tb):
     assert np.median(np.abs(released - 10)) == pytest.approx(
         10 * np.log(2), rel=0.05
     )
+
+
+# --- the exponential-mechanism median ---------------------------------------
+
+
+@pytest.mark.parametrize("q", [0.0, 0.1, 0.5, 0.9, 0.99, 1.0])
+def test_rank_utility_moves_by_at_most_max_q_one_minus_q(tb, q):
+    # Brute force over every table of 0 to 5 values on 0..4 and every
+    # neighbour (one value added): the chapter's rank error moves by at
+    # most max(q, 1 - q), and by exactly that somewhere (1/2 for the
+    # median, not the 1 that an analysis ignoring q would assume).
+    error = tb["quantile_rank_error"]
+    candidates = np.arange(-0.5, 5.0, 0.5)
+    worst = 0.0
+    for n in range(6):
+        for table in itertools.combinations_with_replacement(range(5), n):
+            base = error(list(table), q, candidates)
+            for v in range(5):
+                moved = error(list(table) + [v], q, candidates)
+                worst = max(worst, np.abs(moved - base).max())
+    assert worst == pytest.approx(max(q, 1 - q), abs=1e-12)
+
+
+@pytest.mark.parametrize("q", [0.5, 0.9, 0.99, 0.999])
+def test_private_quantile_is_calibrated_to_max_q_one_minus_q(tb, q):
+    # The sensitivity handed to the exponential mechanism, at the median
+    # and at the high quantiles the chapter uses: never 1/2 everywhere.
+    with recording(tb, "exponential_mechanism") as calls:
+        tb["private_quantile"](
+            [1, 2, 3], q, np.arange(10), 1.0, np.random.default_rng(0)
+        )
+    ((utilities, sensitivity, epsilon, *_),) = calls
+    assert sensitivity == max(q, 1 - q) and epsilon == 1.0
+
+
+def test_smooth_table_says_what_the_prose_says(tb):
+    # With the median's utility at its sensitivity 1/2, the exponential
+    # mechanism's median error is at most smooth sensitivity's at every
+    # sample size, 0 from 100 people on; rounding the Cauchy releases to
+    # whole years (post-processing) brings 400 people to 0 and 25 people
+    # level with the exponential mechanism.
+    table = tb["smooth_table"]
+    smooth = table["smooth: median |error|"]
+    em = table["exp. mech.: median |error|"]
+    rounded = table["smooth, rounded: median |error|"]
+    assert (em <= smooth).all() and (em <= rounded).all()
+    assert (em[em.index >= 100] == 0).all() and em.loc[10] > 0
+    assert rounded.loc[400] == 0 < smooth.loc[400]
+    assert rounded.loc[25] == em.loc[25]
+    assert rounded.loc[10] > 1  # wider noise than a year stays wide
+
+
+def test_rule_of_thumb_caveat_holds_on_the_gains(tb):
+    # The table's caveat: on the heavy-tailed gains the private-quantile
+    # bound loses to the public bound by two orders of magnitude.
+    compare = tb["compare"]
+    private = compare.loc["private quantile bound", "mean gain"]
+    public = compare.loc["global sensitivity", "mean gain"]
+    assert private > 100 * public
+
+
+# --- the book's data rule: data never makes a mechanism raise --------------
+
+DATA_CASES = {
+    "empty": [],
+    "one NaN record": [30, 40, np.nan, 50],
+    "one record out of range": [30, 40, 10_000, 50],
+    "one negative record": [30, 40, -7, 50],
+    "one non-numeric record": [30, 40, "forty", 50],
+    "None and pandas NA": pd.Series([30, None, pd.NA, 50], dtype=object),
+}
+CLEANED = {  # the same data after the rule: missing -> 0, clamped to 0..125
+    "empty": [],
+    "one NaN record": [30, 40, 0, 50],
+    "one record out of range": [30, 40, 125, 50],
+    "one negative record": [30, 40, 0, 50],
+    "one non-numeric record": [30, 40, 0, 50],
+    "None and pandas NA": [30, 0, 0, 50],
+}
+MECHANISMS = {
+    "smooth_median": lambda tb, v, g: tb["smooth_median"](v, 125, 1.0, g, 20),
+    "ptr_median": lambda tb, v, g: tb["ptr_median"](
+        v, 125, 5.0, 1.0, 0.1, g, 20
+    ),
+    "private_quantile": lambda tb, v, g: tb["private_quantile"](
+        v, 0.5, tb["AGE_GRID"], 1.0, g, 20
+    ),
+    "clipped_mean": lambda tb, v, g: tb["clipped_mean"](v, 125, 0.5, 0.5, g),
+    "private_bound_mean": lambda tb, v, g: tb["private_bound_mean"](v, g),
+    "slope_by_sums": lambda tb, v, g: tb["slope_by_sums"](
+        v, np.arange(len(v)) * 10.0, 125, 168, 1.0, g
+    ),
+    "local_sensitivity_median": lambda tb, v, g: tb[
+        "local_sensitivity_median"
+    ](v, 125),
+}
+
+
+@pytest.mark.parametrize("case", list(DATA_CASES))
+@pytest.mark.parametrize("mechanism", list(MECHANISMS))
+def test_mechanisms_follow_the_data_rule(tb, mechanism, case):
+    # No exception on any data; the release is finite (PTR may refuse:
+    # nan), and it is exactly the release on the cleaned table with the
+    # same seed, so the privacy argument for tables in range applies.
+    # (private_bound_mean declares the gains' range, not 0..125: for it
+    # only the first two hold here.)
+    release = MECHANISMS[mechanism]
+    got = np.asarray(
+        release(tb, DATA_CASES[case], np.random.default_rng(1)), dtype=float
+    )
+    want = np.asarray(
+        release(tb, CLEANED[case], np.random.default_rng(1)), dtype=float
+    )
+    if mechanism != "private_bound_mean":
+        assert np.array_equal(got, want, equal_nan=True)
+    if mechanism == "ptr_median":
+        assert not np.any(np.isinf(got))
+    else:
+        assert np.all(np.isfinite(got))
+
+
+def test_empty_table_has_median_zero_and_full_smooth_bound(tb):
+    # The chapter's convention: the median of an empty table is 0, and one
+    # person can move it anywhere in [0, 125], so S = 125 and the Cauchy
+    # noise has scale 125 / (2 sinh(eps / 4)); PTR is at distance 0.
+    assert tb.value("median_of([])") == 0.0
+    location, scale = cauchy_release_of(tb, (), 125, 1.0)
+    assert location == pytest.approx(0, abs=1e-9)
+    assert scale == pytest.approx(125 / (2 * np.sinh(0.25)), rel=1e-12)
+    assert tb.value("ptr_distance_median([], 125, 5)") == 0
+
+
+def test_aggregate_blocks_counts_a_missing_estimate_as_low(tb):
+    # A block whose statistic is undefined (nan) counts as the low end of
+    # the output range, and a wild one is clipped: the same release as on
+    # the cleaned estimates, with the same seed.
+    for raw, cleaned in (
+        ([0.1, np.nan, 0.3], [0.1, -1.0, 0.3]),
+        ([0.1, 5.0, 0.3], [0.1, 1.0, 0.3]),
+        ([0.1, "x", None], [0.1, -1.0, -1.0]),
+    ):
+        got, want = (
+            tb["aggregate_blocks"](
+                estimates, (-1, 1), 1.0, np.random.default_rng(2)
+            )
+            for estimates in (raw, cleaned)
+        )
+        assert np.isfinite(got) and got == want
+
+
+def test_clipped_mean_and_slope_noise_their_sums_as_stated(tb):
+    # clipped_mean: the clipped sum with sensitivity `upper` and its
+    # epsilon, the count with sensitivity 1 and its own. slope_by_sums:
+    # n, sum x, sum y, sum x^2, sum xy with sensitivities 1, X, Y, X^2, XY
+    # and eps / 5 each, on values clamped to [0, X] and [0, Y].
+    with recording(tb, "laplace_mechanism") as calls:
+        tb["clipped_mean"](
+            [10, 200, 30], 100, 0.3, 0.7, np.random.default_rng(3)
+        )
+    assert [c[:3] for c in calls] == [(140, 100, 0.3), (3, 1, 0.7)]
+    x, y = [10.0, 200.0, 30.0], [5.0, 7.0, 300.0]
+    with recording(tb, "laplace_mechanism") as calls:
+        tb["slope_by_sums"](x, y, 100, 168, 1.0, np.random.default_rng(4))
+    xc, yc = np.array([10, 100, 30]), np.array([5, 7, 168])
+    values = [3, xc.sum(), yc.sum(), (xc * xc).sum(), (xc * yc).sum()]
+    sensitivities = [1, 100, 168, 100**2, 100 * 168]
+    assert [c[0] for c in calls] == pytest.approx(values)
+    assert [c[1] for c in calls] == sensitivities
+    assert [c[2] for c in calls] == pytest.approx([0.2] * 5)
 
 
 # --- sample-and-aggregate ------------------------------------------------
@@ -250,11 +518,14 @@ def test_attack_beats_the_dp_ceiling_as_computed(tb):
     [
         ("smooth_sensitivity_median([1, 2], 10, 0)", "beta"),
         ("smooth_sensitivity_median([1, 2], 10, -1)", "beta"),
-        ("smooth_sensitivity_median([], 10, 0.5)", "empty"),
-        ("smooth_sensitivity_median([1, 20], 10, 0.5)", "range"),
+        ("smooth_sensitivity_median([1, 2], 0, 0.5)", "upper"),
         ("smooth_median([1, 2], 10, 0, np.random.default_rng(1))", "epsilon"),
         ("smooth_median([1, 2], 10, -1, np.random.default_rng(1))", "epsilon"),
-        ("local_sensitivity_median([], 10)", "empty"),
+        (
+            "smooth_median([1, 2], np.inf, 1.0, np.random.default_rng(1))",
+            "upper",
+        ),
+        ("local_sensitivity_median([1], -10)", "upper"),
         (
             "ptr_median([1, 2], 10, 1, 1.0, 0, np.random.default_rng(1))",
             "delta",
@@ -271,7 +542,10 @@ def test_attack_beats_the_dp_ceiling_as_computed(tb):
             "ptr_median([1, 2], 10, 1, 0, 0.1, np.random.default_rng(1))",
             "epsilon",
         ),
-        ("ptr_median([], 10, 1, 1.0, 0.1, np.random.default_rng(1))", "empty"),
+        (
+            "ptr_median([1], 10, 0, 1.0, 0.1, np.random.default_rng(1))",
+            "bound",
+        ),
         ("ptr_release_probability(3, 0.5, 0)", "delta"),
         ("ptr_distance_median([1, 2], 10, 10)", "below upper"),
         ("ptr_release_probability(3, 0, 0.1)", "epsilon"),
@@ -284,6 +558,31 @@ def test_attack_beats_the_dp_ceiling_as_computed(tb):
             "non-empty",
         ),
         ("clipped_block_mean([0.1], (1, -1))", "low < high"),
+        (
+            "clipped_mean([1, 2], -1, 0.5, 0.5, np.random.default_rng(1))",
+            "bounds",
+        ),
+        (
+            "clipped_mean([1, 2], 10, 0, 0.5, np.random.default_rng(1))",
+            "epsilon",
+        ),
+        (
+            "slope_by_sums([1, 2], [1], 10, 10, 1.0, np.random.default_rng(1))",
+            "length",
+        ),
+        (
+            "slope_by_sums([1, 2], [1, 2], 10, 10, 0, np.random.default_rng(1))",
+            "epsilon",
+        ),
+        (
+            "private_quantile([1, 2], 0.5, [], 1.0, np.random.default_rng(1))",
+            "candidates",
+        ),
+        (
+            "private_quantile([1, 2], 1.5, AGE_GRID, 1.0, "
+            "np.random.default_rng(1))",
+            "quantile",
+        ),
         ("block_of(np.array([1], dtype=np.uint64), 0)", "n_blocks"),
     ],
 )
@@ -311,6 +610,75 @@ def test_the_untouched_student_notebook_scores_zero(tb):
     assignments.assert_stubs_score_zero(tb, STEM)
 
 
+def attack_at(scale_with, scale_without):
+    """The attack at eps = 0.1 with the given noise scales for the two
+    worlds (the chapter's are 10 / 0.1 and 1 / 0.1)."""
+    return (
+        "_g = np.random.default_rng(21)\n"
+        "_s = _g.random(20_000) < 0.5\n"
+        f"_w = np.where(_s, {scale_with}, {scale_without})\n"
+        "_y = worlds['with'][0] + _g.laplace(0.0, _w)\n"
+        "rate_small = float(np.mean(guesses_with(_y, worlds, 0.1) == _s))\n"
+        "ceiling_small = float(np.exp(0.1) / (1 + np.exp(0.1)))\n"
+    )
+
+
+FORGETS_REMOVALS = (
+    "def brute_gaps(table, upper, k_max):\n"
+    "    # forgets removals: only adds values\n"
+    "    def local(t):\n"
+    "        m = median_of(t)\n"
+    "        return max(\n"
+    "            abs(median_of(sorted(t + (v,))) - m)\n"
+    "            for v in range(upper + 1)\n"
+    "        )\n"
+    "    seen, frontier, best = {table}, {table}, [local(table)]\n"
+    "    for _ in range(k_max):\n"
+    "        frontier = {\n"
+    "            tuple(sorted(t + (v,)))\n"
+    "            for t in frontier for v in range(upper + 1)\n"
+    "        } - seen\n"
+    "        seen |= frontier\n"
+    "        best.append(max([best[-1]] + [local(t) for t in frontier]))\n"
+    "    return best\n"
+)
+PTR_TABLE = (
+    "bound_table = pd.DataFrame({\n"
+    "    b: {\n"
+    "        'distance': ptr_distance_median(gainers, GAIN_UPPER, b),\n"
+    "        'release prob.': ptr_release_probability(\n"
+    "            ptr_distance_median(gainers, GAIN_UPPER, b), 0.5, 1e-6\n"
+    "        ),\n"
+    "        'median |noise|': NOISE,\n"
+    "    }\n"
+    "    for b in (10, 100, 1000, 5000)\n"
+    "}).T\n"
+)
+SA_MEDIANS = (
+    "hour_medians = np.array([\n"
+    "    median_of(hours[block_of(hashes_by_key[0], 100) == j])\n"
+    "    for j in range(100)\n"
+    "])\n"
+)
+ORDER = (
+    "def _slopes(x, y):\n"
+    "    blocks = (np.arange(len(x)) * 100) // len(x)\n"
+    "    return block_slopes(x, y, blocks, 100)\n"
+    "changed_order = int(np.sum(\n"
+    "    _slopes(age_float, hours) != _slopes(age_float[1:], hours[1:])\n"
+    "))\n"
+)
+# keys not dropped with the row: everyone after the first takes the key of
+# the person before them
+MISALIGNED_KEYS = (
+    "_k = block_of(hashes_by_key[0], 100)\n"
+    "changed_keyed = int(np.sum(\n"
+    "    block_slopes(age_float, hours, _k, 100)\n"
+    "    != block_slopes(age_float[1:], hours[1:], _k[:-1], 100)\n"
+    "))\n"
+)
+
+
 @pytest.mark.parametrize(
     ("label", "code", "expected"),
     [
@@ -321,49 +689,55 @@ def test_the_untouched_student_notebook_scores_zero(tb):
             "that is the ceiling; noise scaled to the local sensitivity",
         ),
         (
+            "bgs-ex-attack-epsilon",
+            "ceiling_small = np.exp(1) / (1 + np.exp(1))\n",
+            "that is the ceiling at eps = 1",
+        ),
+        (
+            "bgs-ex-attack-epsilon",
+            # both worlds with the larger world's noise: global-style noise
+            attack_at("100.0", "100.0"),
+            "the likelihood-ratio attack on the two tables at eps = 0.1",
+        ),
+        (
             "bgs-ex-brute-force",
-            "def brute_gaps(table, upper, k_max):\n"
-            "    # forgets removals: only adds values\n"
-            "    def local(t):\n"
-            "        m = median_of(t)\n"
-            "        return max(\n"
-            "            abs(median_of(sorted(t + (v,))) - m)\n"
-            "            for v in range(upper + 1)\n"
-            "        )\n"
-            "    seen, frontier, best = {table}, {table}, [local(table)]\n"
-            "    for _ in range(k_max):\n"
-            "        frontier = {\n"
-            "            tuple(sorted(t + (v,)))\n"
-            "            for t in frontier for v in range(upper + 1)\n"
-            "        } - seen\n"
-            "        seen |= frontier\n"
-            "        best.append(max([best[-1]] + [local(t) for t in frontier]))\n"
-            "    return best\n",
+            FORGETS_REMOVALS,
             "a neighbour adds any value 0..6 or removes any one person",
         ),
         (
+            "bgs-ex-brute-force",
+            "_book = brute_gaps\n"
+            "def brute_gaps(table, upper, k_max):\n"
+            "    return _book(table, upper, k_max)[1:]\n",
+            "for k = 0..3",
+        ),
+        (
             "bgs-ex-ptr-bound",
-            "bound_table = pd.DataFrame({\n"
-            "    b: {\n"
-            "        'distance': ptr_distance_median(gainers, GAIN_UPPER, b),\n"
-            "        'release prob.': ptr_release_probability(\n"
-            "            ptr_distance_median(gainers, GAIN_UPPER, b), 0.5, 1e-6\n"
-            "        ),\n"
-            "        'median |noise|': b * np.log(2),\n"
-            "    }\n"
-            "    for b in (10, 100, 1000, 5000)\n"
-            "}).T\n",
+            PTR_TABLE.replace("NOISE", "b * np.log(2)"),
             "the test spends half of eps = 1, so the noise has only 0.5",
+        ),
+        (
+            "bgs-ex-ptr-bound",
+            "bound_table = bound_table.assign(distance=bound_table.distance + 1)\n",
+            "the fewest additions or removals of gainers",
+        ),
+        (
+            "bgs-ex-sa-hours",
+            SA_MEDIANS + "sa_err = 168 * np.log(2) / 1000\nem_err = 0.0\n",
+            "the noise has scale 168 / (100 eps)",
         ),
         (
             "bgs-ex-sa-hours",
             "hour_medians = np.array([\n"
-            "    median_of(hours[block_of(hashes_by_key[0], 100) == j])\n"
+            "    hours[block_of(hashes_by_key[0], 100) == j].mean()\n"
             "    for j in range(100)\n"
-            "])\n"
-            "sa_err = 168 * np.log(2) / 1000\n"
-            "em_err = 0.0\n",
-            "the noise has scale 168 / (100 eps)",
+            "])\n",
+            "your block medians differ",
+        ),
+        (
+            "bgs-ex-sa-hours",
+            "em_err = 2 * sa_err\n",
+            "use private_quantile on all the hours",
         ),
         (
             "bgs-ex-order-blocks",
@@ -377,6 +751,25 @@ def test_the_untouched_student_notebook_scores_zero(tb):
             "changed_keyed = 1\n",
             "that removes the last person; remove the first",
         ),
+        (
+            "bgs-ex-order-blocks",
+            ORDER + MISALIGNED_KEYS,
+            "changes only their own block",
+        ),
+    ],
+    ids=[
+        "attack-rate-is-ceiling",
+        "attack-ceiling-at-eps-1",
+        "attack-same-noise",
+        "brute-forgets-removals",
+        "brute-drops-k-0",
+        "ptr-noise-at-eps-1",
+        "ptr-distance-off",
+        "sa-noise-too-small",
+        "sa-block-means",
+        "sa-em-worse",
+        "order-last-person",
+        "order-keys-misaligned",
     ],
 )
 def test_a_typical_wrong_answer_fails_with_its_reason(
@@ -384,6 +777,127 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
 ):
     message = assignments.wrong_answer_message(tb, STEM, label, code)
     assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "bgs-ex-attack-epsilon",
+            "ceiling_small = np.exp(1) / (1 + np.exp(1))\n",
+            "your ceiling is the one at eps = 1",
+        ),
+        (
+            "bgs-ex-attack-epsilon",
+            "rate_small = ceiling_small\n",
+            "your success rate equals your ceiling",
+        ),
+        (
+            "bgs-ex-brute-force",
+            FORGETS_REMOVALS,
+            "removing its one person is one step, and it leaves the empty table",
+        ),
+        (
+            "bgs-ex-ptr-bound",
+            PTR_TABLE.replace("NOISE", "b * np.log(2)"),
+            "the test spends half of eps = 1",
+        ),
+        (
+            "bgs-ex-sa-hours",
+            "sa_err = 0.0\n",
+            "its releases are noisy",
+        ),
+        (
+            "bgs-ex-order-blocks",
+            ORDER + MISALIGNED_KEYS,
+            "each person's block depends on their own key only",
+        ),
+    ],
+    ids=[
+        "ceiling-at-eps-1",
+        "rate-is-ceiling",
+        "brute-forgets-removals",
+        "ptr-noise-at-eps-1",
+        "sa-no-noise",
+        "order-keys-misaligned",
+    ],
+)
+def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
+    message = assignments.public_message(tb, STEM, label, code)
+    assert message is not None and expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        (
+            "bgs-ex-attack-epsilon",
+            "rate_small = np.float32(rate_small)\n"
+            "ceiling_small = round(ceiling_small, 3)\n",
+        ),
+        (
+            # another search, returning an array and warning on stderr
+            "bgs-ex-brute-force",
+            "import sys\n"
+            "_book = brute_gaps\n"
+            "def brute_gaps(table, upper, k_max):\n"
+            "    print('searching', table, file=sys.stderr)\n"
+            "    return np.array(_book(tuple(table), upper, k_max))\n",
+        ),
+        (
+            "bgs-ex-ptr-bound",
+            "bound_table = bound_table.rename(index=float).map(\n"
+            "    lambda v: float(f'{v:.3g}')\n"
+            ")\n",
+        ),
+        (
+            "bgs-ex-sa-hours",
+            "hour_medians = hour_medians.astype(int).tolist()\n"
+            "sa_err = np.float32(sa_err)\n",
+        ),
+        (
+            "bgs-ex-order-blocks",
+            "changed_order = np.int64(changed_order)\n"
+            "changed_keyed = np.int32(changed_keyed)\n",
+        ),
+    ],
+    ids=[
+        "attack-float32-rounded",
+        "brute-array-and-stderr",
+        "ptr-float-index-3-figures",
+        "sa-int-list",
+        "order-numpy-ints",
+    ],
+)
+def test_a_right_answer_in_another_form_passes(tb, label, code):
+    found = assignments.exercise(STEM, label)
+    assert assignments.failure(tb, found, code) is None, label
+
+
+def test_the_judge_s_attack_rate_is_exact(tb):
+    # The judge integrates the success of the likelihood-ratio attack
+    # (1/2 times the integral of the larger density; 0.848 here, by hand:
+    # the guess flips at |y - 39| = ln(10) / 0.09) and accepts a rate of
+    # 20,000 trials within 4.5 standard errors (0.011). 400,000 seeded
+    # trials of the chapter's attack pass; 0.02 away they fail.
+    tb.inject(
+        """
+        _g = np.random.default_rng(22)
+        _s = _g.random(400_000) < 0.5
+        _c = np.where(_s, worlds['with'][0], worlds['without'][0])
+        _w = np.where(_s, worlds['with'][1], worlds['without'][1])
+        _y = _c + _g.laplace(0.0, _w / 0.1)
+        _rate = float(np.mean(guesses_with(_y, worlds, 0.1) == _s))
+        """
+    )
+    rate = tb.value("_rate")
+    t = np.log(10) / 0.09
+    by_hand = 0.5 * ((1 - np.exp(-t / 10)) + np.exp(-t / 100))
+    assert rate == pytest.approx(by_hand, abs=0.003)
+    found = assignments.exercise(STEM, "bgs-ex-attack-epsilon")
+    for shift, passes in ((0.0, True), (0.02, False), (-0.02, False)):
+        code = f"rate_small = {rate + shift!r}\n"
+        assert (assignments.failure(tb, found, code) is None) == passes
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -5,6 +5,7 @@ namespace."""
 import ast
 import importlib.util
 import sys
+from contextlib import contextmanager
 
 import assignments
 import numpy as np
@@ -30,6 +31,25 @@ import make_visits  # noqa: E402
 def tb():
     with chapter_kernel("dp-at-scale") as notebook:
         yield notebook
+
+
+@contextmanager
+def recording(tb, name):
+    """Wrap the chapter's function `name` so that every call's positional
+    arguments are recorded (the chapter's functions look it up by name
+    when they run); the original is restored afterwards."""
+    original = tb.namespace[name]
+    calls = []
+
+    def wrapper(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    tb.namespace[name] = wrapper
+    try:
+        yield calls
+    finally:
+        tb.namespace[name] = original
 
 
 # --- the simulated data --------------------------------------------------------
@@ -144,6 +164,10 @@ def test_bounding_rejects_bad_input(tb):
         "bound_contributions(visits, 2, 1.5, rng)",
         "bound_contributions(visits, True, 1, rng)",
         "bound_contributions(visits[['shop']], 2, 2, rng)",
+        "bound_contributions(visits[['person']].iloc[:0], 2, 2, rng)",
+        "private_quantile([1, 2], 0.95, [], 0.1, rng)",
+        "private_quantile([1, 2], 1.5, BOUND_GRID, 0.1, rng)",
+        "private_quantile([1, 2], 0.95, BOUND_GRID, 0, rng)",
     ]:
         assert value_error_message(tb, call)
     with pytest.raises(TypeError):
@@ -316,6 +340,82 @@ def test_selection_rejects_bad_input(tb):
         "selection_threshold(1.0, 1e-5, 1, 'gauss')",
     ]:
         assert value_error_message(tb, call)
+
+
+# --- the book's data rule: data never makes a mechanism raise --------------
+
+
+@pytest.mark.parametrize("noise", ["geometric", "laplace"])
+def test_selection_and_counts_run_on_an_empty_table(tb, noise):
+    # An empty table is data: no shop occurs, so none is listed, and the
+    # directory's counts are Laplace noise of scale k m / eps around 0
+    # (2 * 3 / 0.8 = 7.5; the mean of 1,000 lies within 5 of its standard
+    # errors, 1.7, of 0).
+    tb.inject("_empty = visits.iloc[:0]")
+    listed = tb.value(
+        "select_partitions(_empty, 2, 1.0, 1e-5, np.random.default_rng(1), "
+        f"{noise!r})"
+    )
+    assert listed == []
+    counts = np.array(
+        tb.value(
+            "pandas_visit_counts(_empty, 2, 3, 0.8, "
+            "np.random.default_rng(2)).tolist()"
+        )
+    )
+    assert counts.shape == (1000,) and np.all(np.isfinite(counts))
+    assert abs(counts.mean()) < 1.7
+    assert tb.value("len(bound_contributions(_empty, 2, 3, rng))") == 0
+
+
+def test_rows_without_a_person_or_a_shop_are_dropped(tb):
+    # A visit whose shop is missing belongs to no shop, one whose person is
+    # missing to nobody's bounded contribution: with the same seed, the
+    # bounding, the counts and the selection are exactly those of the
+    # table without these rows.
+    tb.inject(
+        """
+        _few = visits.iloc[:2000]
+        _extra = pd.DataFrame({
+            "person": [np.nan, _few["person"].iloc[0], None],
+            "shop": ["S0001", None, np.nan],
+            "spend": [1.0, 2.0, 3.0],
+        })
+        _dirty = pd.concat([_few, _extra], ignore_index=True)
+        """
+    )
+    for call in (
+        "bound_contributions({}, 3, 2, np.random.default_rng(3)).index",
+        "pandas_visit_counts({}, 3, 2, 0.8, np.random.default_rng(4))",
+        "select_partitions({}, 3, 1.0, 0.05, np.random.default_rng(5))",
+    ):
+        dirty = tb.value(f"list({call.format('_dirty')})")
+        clean = tb.value(f"list({call.format('_few')})")
+        assert dirty == clean
+
+
+def test_bound_quantiles_are_calibrated_to_max_q_one_minus_q(tb):
+    # The private bounds are 0.95-quantiles: the rank error moves by at
+    # most max(q, 1 - q) = 0.95 per person, and that is the sensitivity
+    # handed to the exponential mechanism, with the bound's own epsilon.
+    # A missing or out-of-grid value is scored as the grid's nearer end.
+    with recording(tb, "exponential_mechanism") as calls:
+        tb.value(
+            "private_quantile(shops_per_person, BOUND_QUANTILE, BOUND_GRID, "
+            "BOUND_EPSILON, np.random.default_rng(6))"
+        )
+        tb.value(
+            "private_quantile([np.nan, 0, 500, 'x', 3], 0.95, BOUND_GRID, "
+            "0.1, np.random.default_rng(6))"
+        )
+        tb.value(
+            "private_quantile([1, 1, 100, 1, 3], 0.95, BOUND_GRID, 0.1, "
+            "np.random.default_rng(6))"
+        )
+    (utilities, sensitivity, epsilon, *_), dirty, clean = calls
+    assert sensitivity == pytest.approx(0.95, abs=1e-15)
+    assert epsilon == tb.value("BOUND_EPSILON")
+    assert np.array_equal(dirty[0], clean[0]) and dirty[1:3] == clean[1:3]
 
 
 def test_chapter_demo_agrees_with_exact_probability(tb):
@@ -703,12 +803,40 @@ def test_the_untouched_student_notebook_scores_zero(tb):
             'q50_error_source = "noise"\n',
             "so the bias dominates",
         ),
+        (
+            "scale-ex-group",
+            "group_guess = {\n"
+            "    w: 1 / (1 + np.exp(e)) for w, e in group_epsilon.items()\n"
+            "}\n",
+            "that is the chance of guessing wrong",
+        ),
+        (
+            "scale-ex-group",
+            "group_guess = {w: guessing_bound(0.5) for w in group_guess}\n",
+            "that is the bound at one row's epsilon 0.5",
+        ),
+        (
+            "scale-ex-quantile",
+            "quantile_table = quantile_table.assign(\n"
+            "    noise=np.sqrt(2) * quantile_table.k * quantile_table.m / 1.0\n"
+            ")\n",
+            "has standard deviation sqrt(2) k m / eps",
+        ),
+        (
+            "scale-ex-quantile",
+            "best_q = 0.99\n",
+            "the smallest total error in your own table is at 0.95",
+        ),
     ],
     ids=[
         "per-row-epsilon",
         "laplace-threshold",
         "largest-k-best",
         "noise-at-median",
+        "guess-is-chance-wrong",
+        "guess-at-row-epsilon",
+        "noise-at-eps-1",
+        "best-not-own-minimum",
     ],
 )
 def test_a_typical_wrong_answer_fails_with_its_reason(
@@ -718,6 +846,129 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
     answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
     message = assignments.wrong_answer_message(tb, STEM, label, answer + code)
     assert expected in message, message
+
+
+LAPLACE_THRESHOLDS = (
+    "select_thresholds = {\n"
+    "    k: int(np.ceil(selection_threshold(1.0, 1e-5, k, 'laplace')))\n"
+    "    for k in (1, 2, 3, 5, 10)\n"
+    "}\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "scale-ex-group",
+            'group_epsilon = {"median": 0.5, "0.99-quantile": 0.5,'
+            ' "heaviest": 0.5}\n',
+            "the epsilon of one row",
+        ),
+        (
+            "scale-ex-group",
+            "group_guess = {\n"
+            "    w: 1 / (1 + np.exp(e)) for w, e in group_epsilon.items()\n"
+            "}\n",
+            "the chance of guessing wrong",
+        ),
+        ("scale-ex-select-k", LAPLACE_THRESHOLDS, "those of Laplace noise"),
+        (
+            "scale-ex-select-k",
+            "select_thresholds = {\n"
+            "    k: selection_threshold(1.0, 1e-5, k, 'laplace')\n"
+            "    for k in (1, 2, 3, 5, 10)\n"
+            "}\n",
+            "the threshold is a whole number",
+        ),
+        (
+            "scale-ex-quantile",
+            "quantile_table = quantile_table.assign(\n"
+            "    noise=np.sqrt(2) * quantile_table.k * quantile_table.m / 1.0\n"
+            ")\n",
+            "the counts are released at eps = 0.8",
+        ),
+        (
+            "scale-ex-quantile",
+            "best_q = 0.99\n",
+            "own table is at another level",
+        ),
+    ],
+    ids=[
+        "per-row-epsilon",
+        "guess-is-chance-wrong",
+        "laplace-thresholds",
+        "fractional-thresholds",
+        "noise-at-eps-1",
+        "best-not-own-minimum",
+    ],
+)
+def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
+    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
+    message = assignments.public_message(tb, STEM, label, answer + code)
+    assert message is not None and expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        (
+            # NumPy floats, bounds to 3 significant figures, and a linear
+            # interpolated quantile (any convention between the order
+            # statistics is accepted)
+            "scale-ex-group",
+            "_most = pair_visits.groupby('person').max()\n"
+            "group_epsilon = {\n"
+            "    'median': np.float32(0.5 * _most.quantile(0.5)),\n"
+            "    '0.99-quantile': np.float64(0.5 * _most.quantile(0.99)),\n"
+            "    'heaviest': np.float32(0.5 * _most.max()),\n"
+            "}\n"
+            "group_guess = {\n"
+            "    w: float(f'{guessing_bound(e):.3g}')\n"
+            "    for w, e in group_epsilon.items()\n"
+            "}\n",
+        ),
+        (
+            "scale-ex-select-k",
+            "select_thresholds = {\n"
+            "    np.int64(k): float(t) for k, t in select_thresholds.items()\n"
+            "}\n"
+            "best_select_k = np.int64(best_select_k)\n",
+        ),
+        (
+            "scale-ex-quantile",
+            "quantile_table = quantile_table.rename(index=str).map(\n"
+            "    lambda v: float(f'{v:.3g}')\n"
+            ")\n"
+            "best_q = np.float32(best_q)\n",
+        ),
+    ],
+    ids=["group-numpy-3-figures", "select-numpy-floats", "quantile-rounded"],
+)
+def test_a_right_answer_in_another_form_passes(tb, label, code):
+    found = assignments.exercise(STEM, label)
+    answer = found["spec"].get("answer", "")
+    assert assignments.failure(tb, found, answer + code) is None, label
+
+
+def test_the_group_solution_shows_the_q99_bound_below_certainty():
+    # Issue 42, item 25: the solution printed "already 100.0%" for a bound
+    # of 0.99988; the prose's format must show the digits that matter.
+    import re  # noqa: PLC0415
+
+    import nbformat  # noqa: PLC0415
+
+    cells = nbformat.read(CHAPTERS_DIR / "dp-at-scale.ipynb", as_version=4)
+    (spec,) = {
+        match
+        for cell in cells.cells
+        if cell.cell_type == "markdown"
+        for match in re.findall(
+            r"\{glue:text\}`scale_sol_bound_q99:([^`]*)`", cell.source
+        )
+    }
+    shown = format(glued_value("dp-at-scale", "scale_sol_bound_q99"), spec)
+    assert shown == "99.988%", shown
 
 
 # --- the partition-selection dial ----------------------------------------------

@@ -1,8 +1,12 @@
 """Tests for chapters/private-selection.ipynb: the chapter's own functions,
 run in its namespace."""
 
+import itertools
+from contextlib import contextmanager
+
 import assignments
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -13,6 +17,44 @@ from conftest import chapter_kernel, value_error_message
 def tb():
     with chapter_kernel("private-selection") as notebook:
         yield notebook
+
+
+@contextmanager
+def recording(tb, name):
+    """Wrap the chapter's function `name` so that every call's positional
+    arguments are recorded (the chapter's functions look it up by name
+    when they run); the original is restored afterwards."""
+    original = tb.namespace[name]
+    calls = []
+
+    def wrapper(*args, **kwargs):
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    tb.namespace[name] = wrapper
+    try:
+        yield calls
+    finally:
+        tb.namespace[name] = original
+
+
+def rank_errors(values, q, candidates):
+    """The rank error by its definition, independent of the chapter."""
+    values = np.asarray(values, dtype=float)
+    n = len(values)
+    return np.array(
+        [
+            max(0.0, np.sum(values < c) - q * n, q * n - np.sum(values <= c))
+            for c in candidates
+        ]
+    )
+
+
+def selection_probabilities(utilities, sensitivity, epsilon):
+    """exp(eps u / (2 sensitivity)), normalized, independent of the chapter."""
+    exponents = epsilon * np.asarray(utilities, float) / (2 * sensitivity)
+    weights = np.exp(exponents - exponents.max())
+    return weights / weights.sum()
 
 
 # --- the exponential mechanism ------------------------------------------------
@@ -272,26 +314,73 @@ def test_quantile_rank_error_hand_table(tb):
     assert got == [2.5, 1.5, 0.0, 1.5, 2.5]
 
 
-def test_quantile_utility_has_sensitivity_one(tb):
-    # Add or remove one value in small random data sets: no candidate's rank
-    # error moves by more than 1.
-    rng = np.random.default_rng(21)
-    grid = list(range(0, 11))
+@pytest.mark.parametrize("q", [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0])
+def test_quantile_utility_sensitivity_is_max_q_one_minus_q(tb, q):
+    # Every table of 0 to 5 values on 0..4 and every neighbour (one value
+    # 0..4 added; removing is the same pair read backwards), candidates on
+    # and between the values: no rank error moves by more than
+    # max(q, 1 - q), and some move by exactly that (1/2 for the median).
+    # The chapter's rank error agrees with the definition on every table.
+    error = tb["quantile_rank_error"]
+    candidates = np.arange(-0.5, 5.0, 0.5)
     worst = 0.0
-    for _ in range(200):
-        values = rng.integers(0, 11, size=rng.integers(1, 15)).tolist()
-        q = float(rng.choice([0.1, 0.5, 0.9, 0.99]))
-        base = np.array(
-            tb.value(f"quantile_rank_error({values}, {q}, {grid}).tolist()")
+    for n in range(6):
+        for table in itertools.combinations_with_replacement(range(5), n):
+            base = error(list(table), q, candidates)
+            assert np.allclose(base, rank_errors(table, q, candidates))
+            for v in range(5):
+                moved = error(list(table) + [v], q, candidates)
+                worst = max(worst, np.abs(moved - base).max())
+    assert worst == pytest.approx(max(q, 1 - q), abs=1e-12)
+
+
+@pytest.mark.parametrize("q", [0.5, 0.9])
+def test_private_quantile_is_private_and_uses_its_budget(tb, q):
+    # The exact selection probabilities of private_quantile (its call to the
+    # exponential mechanism recorded) on every table of 0 to 6 values on
+    # 0..4 and every neighbour: the log ratio stays within eps = 1, and for
+    # the median it comes near eps (0.83), which the sensitivity 1 of a
+    # careless analysis would halve (0.40). At q = 0.9 a sensitivity of 1/2
+    # would lose 1.10 > eps.
+    eps, grid = 1.0, list(range(5))
+    rng = np.random.default_rng(0)
+    probabilities = {}
+    with recording(tb, "exponential_mechanism") as calls:
+        for n in range(7):
+            for table in itertools.combinations_with_replacement(grid, n):
+                tb["private_quantile"](list(table), q, grid, eps, rng)
+                utilities, sensitivity, epsilon = calls[-1][:3]
+                assert sensitivity == max(q, 1 - q) and epsilon == eps
+                probabilities[table] = selection_probabilities(
+                    utilities, sensitivity, epsilon
+                )
+    worst = max(
+        np.abs(np.log(p / probabilities[tuple(sorted(t + (v,)))])).max()
+        for t, p in probabilities.items()
+        if len(t) < 6
+        for v in grid
+    )
+    assert worst <= eps + 1e-9
+    if q == 0.5:
+        assert worst > 0.75 * eps
+
+
+def test_private_quantile_draws_follow_the_exact_distribution(tb):
+    # End to end: 40,000 draws of the median and of the 0.9-quantile of
+    # 1, 2, 2, 4 on the grid 0..5 at eps = 2, against the probabilities
+    # exp(-eps err / (2 max(q, 1 - q))) computed here. Chi-square at a
+    # fixed seed; with sensitivity 1 instead, even draws that matched
+    # their own law exactly would fail both (p below 1e-28).
+    grid, table = np.arange(6), [1, 2, 2, 4]
+    for q in (0.5, 0.9):
+        draws = tb["private_quantile"](
+            table, q, grid, 2.0, np.random.default_rng(17), 40_000
         )
-        added = values + [int(rng.integers(0, 11))]
-        removed = values[1:]
-        for other in (added, removed):
-            new = np.array(
-                tb.value(f"quantile_rank_error({other}, {q}, {grid}).tolist()")
-            )
-            worst = max(worst, np.abs(new - base).max())
-    assert worst <= 1.0 + 1e-12
+        observed = np.bincount(draws.astype(int), minlength=6)
+        expected = selection_probabilities(
+            -rank_errors(table, q, grid), max(q, 1 - q), 2.0
+        )
+        assert stats.chisquare(observed, expected * 40_000).pvalue > 1e-3
 
 
 @pytest.mark.parametrize(
@@ -322,6 +411,114 @@ def test_private_median_within_stated_error(tb, column, grid):
         tb.value(f"quantile_rank_error(_v, 0.5, {draws.tolist()}).tolist()")
     )
     assert np.mean(ranks <= rank_bound) >= 0.95 - margin
+
+
+def test_rank_and_value_bounds_use_the_quantile_sensitivity(tb):
+    # The rank bound of the utility theorem at failure probability f:
+    # (2 max(q, 1 - q) / eps)(ln |R| + ln(1 / f)); for ages at eps 0.01,
+    # 126 candidates and f = 0.05 that is 783.2 ranks for the median.
+    for q in (0.5, 0.9, 0.995):
+        rank_bound, _ = tb.value(
+            f"rank_and_value_bounds(ages, {q}, AGE_GRID, 0.01, 0.05)"
+        )
+        want = 2 * max(q, 1 - q) / 0.01 * (np.log(126) + np.log(20))
+        assert rank_bound == pytest.approx(want, rel=1e-12)
+    assert tb.value("float(quantile_table.loc['age', 'rank bound'])") == (
+        pytest.approx(783.2014, abs=1e-3)
+    )
+
+
+@pytest.mark.parametrize("q", [0.5, 0.9])
+def test_interval_quantile_weights_use_max_q_one_minus_q(tb, q):
+    # Values 2 and 3 in [0, 10]: gaps [0, 2], [2, 3], [3, 10] with i = 0,
+    # 1, 2 values below and utility -|i - 2q|. Each gap is picked with
+    # probability proportional to width * exp(eps u / (2 max(q, 1 - q))):
+    # at eps = 4 and q = 0.5 the middle gap gets 0.858 (0.451 with a
+    # sensitivity of 1). 20,000 draws, chi-square at a fixed seed.
+    eps, widths = 4.0, np.array([2.0, 1.0, 7.0])
+    utility = -np.abs(np.arange(3) - 2 * q)
+    exponents = eps * utility / (2 * max(q, 1 - q))
+    weights = widths * np.exp(exponents - exponents.max())
+    expected = weights / weights.sum()
+    draws = tb["interval_quantile"](
+        [2, 3], q, (0, 10), eps, np.random.default_rng(19), 20_000
+    )
+    observed = np.bincount(np.searchsorted([2, 3], draws), minlength=3)
+    assert stats.chisquare(observed, expected * 20_000).pvalue > 1e-3
+
+
+# --- the book's data rule: data never makes a mechanism raise --------------
+
+DATA_CASES = {
+    "empty": [],
+    "one NaN record": [30, 40, np.nan, 50],
+    "one record out of range": [30, 40, 10_000, 50],
+    "one negative record": [30, 40, -7, 50],
+    "one non-numeric record": [30, 40, "forty", 50],
+    "None and pandas NA": pd.Series([30, None, pd.NA, 50], dtype=object),
+}
+CLEANED = {  # the same data after the rule: missing -> 0, clamped to 0..125
+    "empty": [],
+    "one NaN record": [30, 40, 0, 50],
+    "one record out of range": [30, 40, 125, 50],
+    "one negative record": [30, 40, 0, 50],
+    "one non-numeric record": [30, 40, 0, 50],
+    "None and pandas NA": [30, 0, 0, 50],
+}
+
+
+@pytest.mark.parametrize("case", list(DATA_CASES))
+def test_private_quantile_follows_the_data_rule(tb, case):
+    # No exception, a grid value out; and the mechanism scores the cleaned
+    # table exactly (so one record still moves each count by at most 1).
+    rng = np.random.default_rng(3)
+    with recording(tb, "exponential_mechanism") as calls:
+        got = tb["private_quantile"](
+            DATA_CASES[case], 0.5, tb["AGE_GRID"], 1.0, rng
+        )
+        tb["private_quantile"](CLEANED[case], 0.5, tb["AGE_GRID"], 1.0, rng)
+    assert got in set(range(126))
+    assert np.array_equal(calls[0][0], calls[1][0])
+
+
+@pytest.mark.parametrize("case", list(DATA_CASES))
+def test_interval_quantile_follows_the_data_rule(tb, case):
+    draws = [
+        tb["interval_quantile"](
+            data, 0.5, (0, 125), 1.0, np.random.default_rng(4), 50
+        )
+        for data in (DATA_CASES[case], CLEANED[case])
+    ]
+    assert np.all(np.isfinite(draws[0]))
+    assert np.all((draws[0] >= 0) & (draws[0] <= 125))
+    assert np.array_equal(draws[0], draws[1])  # the same gaps and weights
+
+
+@pytest.mark.parametrize("case", list(DATA_CASES))
+def test_private_clipped_mean_follows_the_data_rule(tb, case):
+    # The sum the noise is added to is the cleaned table's, rounded to
+    # whole numbers, with sensitivity 125; the count counts every record;
+    # each gets its own share of the budget.
+    rng = np.random.default_rng(5)
+    with recording(tb, "geometric_mechanism") as calls:
+        got = tb["private_clipped_mean"](
+            DATA_CASES[case], (0, 125), 0.7, 0.3, rng
+        )
+    assert np.isfinite(got)
+    (total, sensitivity, eps_sum, _), (count, one, eps_count, _) = calls
+    assert total == sum(CLEANED[case]) and sensitivity == 125
+    assert count == len(CLEANED[case]) and one == 1
+    assert (eps_sum, eps_count) == (0.7, 0.3)  # the budget as split
+
+
+def test_private_clipped_mean_rounds_each_value(tb):
+    # Non-whole values are data too: each is clamped, then rounded, so a
+    # person adds a whole number between 0 and the bound to the sum.
+    with recording(tb, "geometric_mechanism") as calls:
+        tb["private_clipped_mean"](
+            [0.4, 2.6, 9.5, 11.0], (0, 10), 1.0, 1.0, np.random.default_rng(6)
+        )
+    assert calls[0][0] == 0 + 3 + 10 + 10 and calls[0][1] == 10
 
 
 def test_interval_quantile_never_outputs_tied_zero_but_grid_does(tb):
@@ -376,6 +573,41 @@ def test_private_clipped_mean_clips_and_scales_noise_by_upper(tb):
 def test_private_clipped_mean_rejects_bad_bounds(tb):
     value_error_message(tb, "private_clipped_mean(ages, (5, 90), 1, 1, rng)")
     value_error_message(tb, "private_clipped_mean(ages, (0, 0), 1, 1, rng)")
+    for upper in ("1.5", "90.25", "np.inf", "np.nan"):
+        message = value_error_message(
+            tb, f"private_clipped_mean(ages, (0, {upper}), 1, 1, rng)"
+        )
+        assert "whole number" in message
+
+
+@pytest.mark.parametrize("upper", [1, 1.5, 2, 2.5, 10, 90.0, 125])
+def test_private_clipped_mean_sum_moves_at_most_its_sensitivity(tb, upper):
+    # The privacy violation of issue 42: with bounds (0, 1.5), D = [2] and
+    # D' = [2, 2] had clipped sums int(1.5) = 1 and int(3.0) = 3 against a
+    # sensitivity int(1.5) = 1. For every bound the function accepts, and
+    # every neighbour (one person added, whatever their value), the sum
+    # handed to the geometric mechanism moves by at most the sensitivity
+    # it is calibrated to; a bound that cannot hold that is refused.
+    base = [2, 2, 5]
+    try:
+        with recording(tb, "geometric_mechanism") as calls:
+            for added in (0, 1, 2, 3, 7, 100):
+                for table in (base, base + [added], [2], [2, 2]):
+                    tb["private_clipped_mean"](
+                        np.array(table),
+                        (0, upper),
+                        1.0,
+                        1.0,
+                        np.random.default_rng(8),
+                    )
+    except ValueError:
+        assert not float(upper).is_integer()
+        return
+    sums = [call[:2] for call in calls[::2]]  # (sum, sensitivity) per call
+    for first, second in zip(sums[::4], sums[1::4], strict=True):
+        assert abs(second[0] - first[0]) <= second[1] == first[1]
+    for first, second in zip(sums[2::4], sums[3::4], strict=True):
+        assert abs(second[0] - first[0]) <= second[1] == first[1]
 
 
 # --- the sparse vector technique ----------------------------------------------------
@@ -560,16 +792,21 @@ def test_no_query_noise_variant_has_zero_probability_output(tb):
         "private_quantile(ages, 0.5, [], 1.0, rng)",
         "private_quantile(ages, 1.5, AGE_GRID, 1.0, rng)",
         "private_quantile(ages, 0.5, AGE_GRID, 0.0, rng)",
-        "private_quantile([1.0, np.nan], 0.5, AGE_GRID, 1.0, rng)",
+        "private_quantile(ages, np.nan, AGE_GRID, 1.0, rng)",
+        "private_quantile(ages, 0.5, [1.0, np.nan], 1.0, rng)",
         "private_quantile(ages, 0.5, [1.0, np.inf], 1.0, rng)",
         "interval_quantile(ages, 0.5, (90, 0), 1.0, rng)",
         "interval_quantile(ages, 0.5, (0, 125), -1.0, rng)",
+        "interval_quantile(ages, 1.5, (0, 125), 1.0, rng)",
+        "interval_quantile(ages, -0.1, (0, 125), 1.0, rng)",
+        "interval_quantile(ages, np.nan, (0, 125), 1.0, rng)",
+        "interval_quantile(ages, 0.5, (0, np.inf), 1.0, rng)",
         "above_threshold([], 0.5, 1, 1.0, rng)",
         "above_threshold([1.0, 2.0], 0.5, 1, 0.0, rng)",
         "above_threshold([1.0, 2.0], 0.5, 0, 1.0, rng)",
         "above_threshold([1.0, np.nan], 0.5, 1, 1.0, rng)",
         "rank_and_value_bounds(ages, 0.5, AGE_GRID, 0.1, 1.5)",
-        "private_clipped_mean(ages.astype(float), (0, 90), 1, 1, rng)",
+        "private_clipped_mean(ages, (0, 1.5), 1, 1, rng)",
         "svt_pattern_probability([0.0, 1.0], [False, True], 0.5, 0.0, True)",
         "svt_pattern_probability([0.0, 1.0], [True, False], 0.5, 1.0, True)",
         "svt_pattern_probability([0.0], [False, True], 0.5, 1.0, False)",
@@ -722,6 +959,48 @@ def test_the_untouched_student_notebook_scores_zero(tb):
     assignments.assert_stubs_score_zero(tb, STEM)
 
 
+MONOTONE = (
+    "general = exponential_probabilities(counts, 1, 0.05)[0]\n"
+    "monotone = exponential_probabilities(counts, 1, 0.1)[0]\n"
+    "monotone_ok_under_replace = False\n"
+)
+LAPLACE_EXACT = (
+    "exact_best = float(exponential_probabilities(correct, 1, 0.02)[best])\n"
+)
+STREAM = "m_over = 3\nexact_loss = no_stop_loss(3, 0.5)\n"
+
+
+def shares(noise_scale):
+    """Report noisy max with Laplace noise of `noise_scale` and Gumbel noise
+    of scale 2 / eps: the shares of 20,000 draws that pick the best."""
+    return (
+        "_g = np.random.default_rng(11)\n"
+        "_lap = np.argmax(\n"
+        f"    correct + _g.laplace(0, {noise_scale}, (20_000, len(correct))),"
+        " axis=1\n"
+        ")\n"
+        "_gum = np.argmax(\n"
+        "    correct + _g.gumbel(0, 2 / 0.02, (20_000, len(correct))), axis=1\n"
+        ")\n"
+        "picks = {'laplace': float(np.mean(_lap == best)),"
+        " 'gumbel': float(np.mean(_gum == best))}\n"
+    )
+
+
+def stream_hits(threshold_scale, query_scale):
+    """200,000 runs of the never-stopping variant on D and D' (m = 3)."""
+    return (
+        "_g = np.random.default_rng(12)\n"
+        "sim_hits = []\n"
+        "for _a in (np.repeat([0.0, 1.0], 3), np.repeat([1.0, 0.0], 3)):\n"
+        f"    _t = _g.laplace(0, {threshold_scale}, (200_000, 1))\n"
+        f"    _q = _g.laplace(0, {query_scale}, (200_000, 6))\n"
+        "    _out = _a + _q >= 0.5 + _t\n"
+        "    _hit = (_out == np.repeat([True, False], 3)).all(axis=1)\n"
+        "    sim_hits.append(int(_hit.sum()))\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("label", "code", "expected"),
     [
@@ -733,11 +1012,35 @@ def test_the_untouched_student_notebook_scores_zero(tb):
             "you gave the general mechanism's probability",
         ),
         (
+            "sel-ex-monotone",
+            "general = exponential_probabilities(counts, 1, 0.1)[0]\n"
+            "monotone = exponential_probabilities(counts, 1, 0.2)[0]\n"
+            "monotone_ok_under_replace = False\n",
+            "that is the monotone version's probability",
+        ),
+        (
+            "sel-ex-monotone",
+            MONOTONE.replace("= False", "= True"),
+            "one count falls while another rises",
+        ),
+        (
             "sel-ex-laplace",
             "exact_best = float("
             "exponential_probabilities(correct, 1, 0.02)[best])\n"
             "picks = {'laplace': 1 - exact_best, 'gumbel': 1 - exact_best}\n",
             "that is the chance of missing it",
+        ),
+        (
+            "sel-ex-laplace",
+            "exact_best = float("
+            "exponential_probabilities(correct, 1, 0.04)[best])\n"
+            + shares("2 / 0.02"),
+            "the exponent is eps * u / (2 * sensitivity), not eps * u",
+        ),
+        (
+            "sel-ex-laplace",
+            LAPLACE_EXACT + shares("1 / 0.02"),
+            "use Laplace noise of scale 2 / eps",
         ),
         (
             "sel-ex-loss",
@@ -746,19 +1049,197 @@ def test_the_untouched_student_notebook_scores_zero(tb):
             "drop the duplicates",
         ),
         (
+            "sel-ex-loss",
+            "shortfall = 2 * 0.999 / 0.2 * np.log(101)\n",
+            "one candidate per distinct grid amount, not 101",
+        ),
+        (
+            "sel-ex-loss",
+            "shortfall = 0.999 / 0.2 * np.log(len(log_grid))\n",
+            "you dropped the factor 2",
+        ),
+        (
+            "sel-ex-loss",
+            "loss_table = loss_table.assign(**{'RMSE private': 100.0})\n",
+            "is not below the public one",
+        ),
+        (
+            "sel-ex-loss",
+            "loss_table = loss_table.assign(**{'RMSE public': 4.0})\n",
+            "has noise of standard deviation about",
+        ),
+        (
             "sel-ex-stream",
             "m_over = next(m for m in range(1, 30)"
             " if no_stop_loss(m, 0.5) > 0.5)\n"
             "exact_loss = no_stop_loss(m_over, 1.0)\n",
             "that is at the chapter's epsilon 1, not 0.5",
         ),
+        (
+            "sel-ex-stream",
+            "m_over = 4\nexact_loss = no_stop_loss(3, 0.5)\n",
+            "the smallest m for which no_stop_loss(m, 0.5) exceeds 0.5",
+        ),
+        (
+            "sel-ex-stream",
+            STREAM + stream_hits("1 / 0.5", "1 / 0.5"),
+            "use threshold noise of scale 2 / eps and query noise",
+        ),
+    ],
+    ids=[
+        "monotone-same-as-general",
+        "general-without-factor-2",
+        "replace-one-allowed",
+        "laplace-miss-chance",
+        "laplace-exponent-without-2",
+        "laplace-noise-too-small",
+        "loss-duplicates-kept",
+        "loss-101-candidates",
+        "loss-no-factor-2",
+        "loss-private-not-better",
+        "loss-public-noise-wrong",
+        "stream-epsilon-1",
+        "stream-m-too-large",
+        "stream-noise-scales",
     ],
 )
 def test_a_typical_wrong_answer_fails_with_its_reason(
     tb, label, code, expected
 ):
-    message = assignments.wrong_answer_message(tb, STEM, label, code)
+    # The book's answer first, then the wrong part over it.
+    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
+    message = assignments.wrong_answer_message(tb, STEM, label, answer + code)
     assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "sel-ex-monotone",
+            "general = exponential_probabilities(counts, 1, 0.05)[0]\n"
+            "monotone = general\n"
+            "monotone_ok_under_replace = False\n",
+            "you gave the general mechanism's probability twice",
+        ),
+        (
+            "sel-ex-monotone",
+            "general = exponential_probabilities(counts, 1, 0.1)[0]\n"
+            "monotone = exponential_probabilities(counts, 1, 0.05)[0]\n"
+            "monotone_ok_under_replace = False\n",
+            "doubles every exponent",
+        ),
+        (
+            "sel-ex-laplace",
+            "exact_best = 1 - float("
+            "exponential_probabilities(correct, 1, 0.02)[best])\n"
+            + shares("2 / 0.02"),
+            "Gumbel noise of scale 2 * sensitivity / eps gives exactly",
+        ),
+        (
+            "sel-ex-loss",
+            "log_grid = np.round(np.geomspace(1, 100_000, 101))\n",
+            "drop the duplicates",
+        ),
+        (
+            "sel-ex-loss",
+            "shortfall = 1 / 0.2 * np.log(len(log_grid))\n",
+            "lacks the factor 2 of the utility theorem",
+        ),
+        (
+            "sel-ex-loss",
+            "shortfall = 2 * 0.999 / 1.0 * np.log(len(log_grid))\n",
+            "the bound is chosen with eps = 0.2",
+        ),
+        (
+            "sel-ex-stream",
+            "m_over = 3\nexact_loss = no_stop_loss(3, 1.0)\n",
+            "the loss at the chapter's epsilon 1, not 0.5",
+        ),
+        (
+            "sel-ex-stream",
+            STREAM + stream_hits("1 / 0.5", "1 / 0.5"),
+            "use threshold noise of scale 2 / eps and query noise",
+        ),
+    ],
+    ids=[
+        "monotone-equal",
+        "monotone-below-general",
+        "gumbel-disagrees-with-exact",
+        "grid-duplicates",
+        "shortfall-no-factor-2",
+        "shortfall-whole-budget",
+        "stream-epsilon-1",
+        "stream-counts-disagree",
+    ],
+)
+def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
+    message = assignments.public_message(tb, STEM, label, code)
+    assert message is not None and expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        # NumPy scalars and a NumPy bool, rounded to 3 significant figures
+        (
+            "sel-ex-monotone",
+            "general = np.float32(round(float(general), 3))\n"
+            "monotone = np.float32(round(float(monotone), 3))\n"
+            "monotone_ok_under_replace = np.bool_(False)\n",
+        ),
+        (
+            "sel-ex-laplace",
+            "exact_best = np.float32(round(exact_best, 3))\n"
+            "picks = {k: np.float64(v) for k, v in picks.items()}\n",
+        ),
+        # the looser sensitivity 1 is a correct upper bound too; a grid of
+        # integers; shortfall to 3 significant figures
+        (
+            "sel-ex-loss",
+            "log_grid = log_grid.astype(int).tolist()\n"
+            "shortfall = 2 * 1 / 0.2 * np.log(len(log_grid))\n",
+        ),
+        ("sel-ex-loss", "shortfall = float(f'{shortfall:.3g}')\n"),
+        (
+            "sel-ex-stream",
+            "m_over = np.int64(m_over)\n"
+            "exact_loss = round(exact_loss, 3)\n"
+            "sim_hits = np.array(sim_hits)\n",
+        ),
+    ],
+    ids=[
+        "numpy-rounded",
+        "float32-exact",
+        "sensitivity-1-int-grid",
+        "shortfall-3-figures",
+        "numpy-stream",
+    ],
+)
+def test_a_right_answer_in_another_form_passes(tb, label, code):
+    found = assignments.exercise(STEM, label)
+    answer = found["spec"].get("answer", "")
+    assert assignments.failure(tb, found, answer + code) is None, label
+
+
+def test_the_judge_s_laplace_pick_rate_is_exact(tb):
+    # The judge integrates the pick probability of report noisy max with
+    # Laplace noise and accepts a share of 20,000 draws within 4.5 of its
+    # standard errors (0.011). 400,000 seeded draws of the chapter's
+    # function (standard error 0.0006) pass; 0.02 away they fail.
+    draws = tb.value(
+        "float(np.mean(report_noisy_max(correct, 1, 0.02, "
+        "np.random.default_rng(13), 'laplace', 400_000) == best))"
+    )
+    found = assignments.exercise(STEM, "sel-ex-laplace")
+    for shift, passes in ((0.0, True), (0.02, False), (-0.02, False)):
+        code = (
+            LAPLACE_EXACT
+            + "picks = {'laplace': "
+            + repr(draws + shift)
+            + ", 'gumbel': exact_best}\n"
+        )
+        assert (assignments.failure(tb, found, code) is None) == passes
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
