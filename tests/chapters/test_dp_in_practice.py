@@ -514,6 +514,18 @@ def test_the_untouched_student_notebook_scores_zero(tb):
     assignments.assert_stubs_score_zero(tb, STEM)
 
 
+def _answer(label):
+    # The book's answer for an exercise (a wrong part is written over it).
+    return assignments.exercise(STEM, label)["spec"].get("answer", "")
+
+
+NO_BONFERRONI = """
+_low, _ = clopper_pearson(hits_zero, 50_000, 0.9)
+_, _high = clopper_pearson(hits_one, 50_000, 0.9)
+event_bound = float(np.log(_low / _high))
+"""
+
+
 @pytest.mark.parametrize(
     ("label", "code", "expected"),
     [
@@ -526,7 +538,14 @@ def test_the_untouched_student_notebook_scores_zero(tb):
             "practice-ex-inverted",
             "def inverted_breaks(epsilon, sensitivity):\n"
             "    return epsilon > sensitivity\n",
-            "inverted_breaks(0.1, 0.5) is False",
+            "gives a true loss of Delta^2 / epsilon",
+        ),
+        (
+            # at epsilon = Delta the buggy scale is the correct one
+            "practice-ex-inverted",
+            "def inverted_breaks(epsilon, sensitivity):\n"
+            "    return epsilon <= sensitivity\n",
+            "stays within the claim",
         ),
         (
             # the bound instead of the rate of the rounded mechanism
@@ -543,6 +562,22 @@ def test_the_untouched_student_notebook_scores_zero(tb):
             "your releases are not all integers",
         ),
         (
+            # rounding down shifts every release by half a unit
+            "practice-ex-rounding",
+            "def rounded_naive_laplace(value, sensitivity, epsilon, rng):\n"
+            "    return np.floor(naive_laplace(value, sensitivity, epsilon,"
+            " rng))\n",
+            "do not look like Laplace noise of scale 1 / 0.5 = 2 rounded",
+        ),
+        (
+            # the noise scale read as epsilon
+            "practice-ex-rounding",
+            "def rounded_naive_laplace(value, sensitivity, epsilon, rng):\n"
+            "    return np.rint(naive_laplace(value, sensitivity, 1 / epsilon,"
+            " rng))\n",
+            "do not look like Laplace noise of scale 1 / 0.5 = 2 rounded",
+        ),
+        (
             "practice-ex-trials",
             "false_flag_chance = {0.9: 0.9, 0.99: 0.99}\n",
             "probability at most 1 - 0.9",
@@ -553,20 +588,297 @@ def test_the_untouched_student_notebook_scores_zero(tb):
             "hits_one = 31_000\n",
             "a count of 1 never lands there",
         ),
+        (
+            "practice-ex-holes",
+            NO_BONFERRONI,
+            "each interval at 97.5% (Bonferroni over two)",
+        ),
+        (
+            # an audit of the wrong neighbours is flagged
+            "practice-ex-holes",
+            "histogram_bound = audit_epsilon(naive_count_releases, 0, 3,"
+            " 50_000, 20, (-10, 11), np.random.default_rng(5))\n",
+            "above the claim of 0.5",
+        ),
+        (
+            # runs from a count of 1 counted as runs from 0
+            "practice-ex-holes",
+            "hits_zero = 20_000\n",
+            "the textbook sampler lands there about",
+        ),
     ],
     ids=[
         "loss-inverted",
         "breaks-inverted",
+        "breaks-at-a-tie",
         "bound-not-rate",
         "not-integers",
+        "rounded-down",
+        "scale-as-epsilon",
         "confidence-not-error",
         "event-wrong-way",
+        "no-bonferroni",
+        "histogram-of-wrong-neighbours",
+        "hits-off",
     ],
 )
 def test_a_typical_wrong_answer_fails_with_its_reason(
     tb, label, code, expected
 ):
     # The book's answer first, then the wrong part over it.
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    message = assignments.wrong_answer_message(tb, STEM, label, answer + code)
+    message = assignments.wrong_answer_message(
+        tb, STEM, label, _answer(label) + code
+    )
     assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "practice-ex-inverted",
+            "true_loss = {1.0: 1.0, 2.0: 2.0}\n",
+            "the buggy noise has scale epsilon / Delta",
+        ),
+        (
+            "practice-ex-inverted",
+            "def inverted_breaks(epsilon, sensitivity):\n"
+            "    return epsilon > sensitivity\n",
+            "the bug breaks privacy exactly where the code is not private",
+        ),
+        (
+            "practice-ex-inverted",
+            "private_at_claim = {1.0: True, 2.0: False}\n",
+            "keeps its promise exactly when its true loss is at most",
+        ),
+        (
+            "practice-ex-rounding",
+            "def rounded_naive_laplace(value, sensitivity, epsilon, rng):\n"
+            "    return np.round(naive_laplace(value, sensitivity, epsilon,"
+            " rng), 1)\n",
+            "your releases are not all integers",
+        ),
+        (
+            "practice-ex-rounding",
+            "rounded_rate = float(guessing_bound(0.5))\n",
+            "the bound e^eps / (1 + e^eps) itself",
+        ),
+        (
+            "practice-ex-rounding",
+            "rounded_rate = rounded_correct\n",
+            "correct guesses over 100,000",
+        ),
+        (
+            # the attack run on the sampler that was not rounded
+            "practice-ex-rounding",
+            "rounded_rate = attack_success(naive_laplace, "
+            "could_come_from_naive, 0.5, 100_000, "
+            "np.random.default_rng(4)) / 100_000\n",
+            "above the bound",
+        ),
+        (
+            "practice-ex-trials",
+            "false_flag_chance = {0.9: 0.9, 0.99: 0.99}\n",
+            "the chance that the bound holds",
+        ),
+        (
+            "practice-ex-trials",
+            "trial_table = trial_table.iloc[::2]\n",
+            "the exercise asks for the six pairs",
+        ),
+        (
+            "practice-ex-holes",
+            "hits_one = 31_000\n",
+            "a count of 1 never lands there",
+        ),
+        (
+            "practice-ex-holes",
+            NO_BONFERRONI,
+            "more than your counts support at 95% confidence",
+        ),
+        (
+            # the point estimate instead of an interval's lower end
+            "practice-ex-holes",
+            "event_bound = float(np.log(hits_zero / 0.5))\n",
+            "more than your counts support at 95% confidence",
+        ),
+    ],
+    ids=[
+        "loss-is-the-claim",
+        "breaks-inverted",
+        "private-disagrees-with-loss",
+        "not-integers",
+        "bound-not-rate",
+        "count-not-share",
+        "holes-still-open",
+        "confidence-not-error",
+        "missing-rows",
+        "event-wrong-way",
+        "no-bonferroni",
+        "no-interval",
+    ],
+)
+def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
+    message = assignments.public_message(
+        tb, STEM, label, _answer(label) + code
+    )
+    assert message is not None and expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        (
+            # NumPy booleans and numbers, and a function that warns
+            "practice-ex-inverted",
+            "import sys\n"
+            "private_at_claim = {1.0: np.True_, 2.0: np.True_}\n"
+            "true_loss = {1: np.float32(1), 2: np.float32(0.5)}\n"
+            "def inverted_breaks(epsilon, sensitivity):\n"
+            "    print('checking', file=sys.stderr)\n"
+            "    return np.less(epsilon, sensitivity)\n",
+        ),
+        (
+            # integers of dtype int, and the rate to 3 significant figures
+            "practice-ex-rounding",
+            "def rounded_naive_laplace(value, sensitivity, epsilon, rng):\n"
+            "    noisy = naive_laplace(value, sensitivity, epsilon, rng)\n"
+            "    return np.rint(noisy).astype(int)\n"
+            "rounded_rate = round(rounded_correct / 100_000, 3)\n",
+        ),
+        (
+            "practice-ex-trials",
+            "false_flag_chance = {0.9: np.float32(0.1), 0.99: 0.01}\n"
+            "trial_table = trial_table.astype(float).iloc[::-1]\n",
+        ),
+        (
+            # two-sided 95% intervals: two one-sided 97.5% ends, also valid
+            "practice-ex-holes",
+            "_low, _ = clopper_pearson(hits_zero, 50_000, 0.95)\n"
+            "_, _high = clopper_pearson(hits_one, 50_000, 0.95)\n"
+            "event_bound = np.float32(np.log(_low / _high))\n"
+            "hits_zero, hits_one = np.int64(hits_zero), np.int64(hits_one)\n",
+        ),
+        (
+            "practice-ex-holes",
+            "event_bound = round(event_bound, 2)\n"
+            "histogram_bound = round(histogram_bound, 3)\n",
+        ),
+    ],
+    ids=[
+        "inverted-numpy-and-warning",
+        "rounding-int-and-3-figures",
+        "trials-float32-and-order",
+        "holes-95-each",
+        "holes-rounded",
+    ],
+)
+def test_a_right_answer_in_another_form_gets_full_marks(tb, label, code):
+    found = assignments.exercise(STEM, label)
+    assert assignments.failure(tb, found, _answer(label) + code) is None
+
+
+# --- the book's data rule (issue 42, item 2) ---------------------------------
+
+DATA_RULE_CASES = {
+    "empty": "np.array([])",
+    "NaN record": "np.array([40.0, np.nan])",
+    "None record": "[40.0, None]",
+    "non-numeric record": "pd.Series([40.0, 'n/a'], dtype=object)",
+    "above the range": "np.array([40.0, 1e9])",
+    "below the range": "np.array([40.0, -1e9])",
+}
+
+
+@pytest.mark.parametrize("case", sorted(DATA_RULE_CASES))
+def test_own_release_follows_the_data_rule(tb, case):
+    """No record makes the own release raise (a NaN age raised, and an
+    empty table could divide by a noisy count of 0); a missing or
+    non-numeric age counts as 18, the lower bound, in the sum and the
+    bands; the mean stays in the bounds."""
+    data = DATA_RULE_CASES[case]
+    count, mean, bands = tb.value(
+        f"own_age_release({data}, 1.0, np.random.default_rng(2))"
+    )
+    assert np.isfinite(mean) and 18 <= mean <= 90
+    assert len(bands) == 4
+    # The same draws on the clamped table give the same release.
+    clamped = {"empty": "[]", "above the range": "[40, 90]"}.get(
+        case, "[40, 18]"
+    )
+    again = tb.value(
+        f"own_age_release(np.array({clamped}, dtype=float), 1.0, "
+        "np.random.default_rng(2))"
+    )
+    assert [count, mean, list(bands)] == [again[0], again[1], list(again[2])]
+
+
+def test_own_release_uses_a_third_of_the_budget_and_sensitivity_90(tb):
+    """The release is the documented recipe, drawn here with numpy's own
+    geometric sampler: count (sensitivity 1), sum of ages clamped to
+    [18, 90] (sensitivity 90), bands (sensitivity 1), epsilon / 3 each."""
+    ages = np.array([17, 25, 33, 47, 70, 95, 60, 18])
+    for epsilon, seed in [(1.0, 0), (0.3, 1), (3.0, 2)]:
+        rng = np.random.default_rng(seed)
+
+        def noise(sensitivity, size=None, rng=rng, epsilon=epsilon):
+            success = -np.expm1(-(epsilon / 3) / sensitivity)
+            return rng.geometric(success, size) - rng.geometric(success, size)
+
+        clamped = np.clip(ages, 18, 90)
+        count = len(ages) + noise(1)
+        total = int(clamped.sum()) + noise(90)
+        bands = np.bincount(np.digitize(clamped, [30, 45, 65]), minlength=4)
+        bands = bands + noise(1, 4)
+        ours = tb["own_age_release"](
+            ages, epsilon, np.random.default_rng(seed)
+        )
+        assert ours[0] == count
+        assert ours[1] == pytest.approx(np.clip(total / max(count, 1), 18, 90))
+        assert list(ours[2]) == list(bands)
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        "count_with_correct_scale",
+        "count_with_inverted_scale",
+        "gap_with_fresh_noise",
+        "gap_between_two_counts",
+    ],
+)
+@pytest.mark.parametrize(
+    "data",
+    [
+        "np.array([], dtype=bool)",
+        "np.array([True, np.nan], dtype=object)",
+        "pd.array([True, pd.NA], dtype='boolean')",
+        "pd.Series([True, 'yes'], dtype=object)",
+    ],
+)
+def test_audited_counts_follow_the_data_rule(tb, mechanism, data):
+    """A missing or non-numeric entry counts as False; nothing raises and
+    every release is finite (a NaN entry made the counts NaN, and ~ on an
+    object array raised)."""
+    releases = tb.value(
+        f"{mechanism}({data}, 5, np.random.default_rng(1)).tolist()"
+    )
+    assert len(releases) == 5 and np.all(np.isfinite(releases))
+
+
+@pytest.mark.parametrize(
+    "data, clamped_sum",
+    [
+        ("np.array([])", 0),
+        ("np.array([30.0, np.nan])", 30),
+        ("pd.Series([30.0, 'n/a'], dtype=object)", 30),
+        ("np.array([30.0, 500.0])", 120),
+        ("np.array([30.0, -5.0])", 30),
+    ],
+)
+def test_clipped_sum_follows_the_data_rule(tb, data, clamped_sum):
+    releases = tb.value(
+        f"sum_with_clipping({data}, 4, np.random.default_rng(3)).tolist()"
+    )
+    noise = np.random.default_rng(3).laplace(0.0, 90 / 1.0, 4)
+    np.testing.assert_allclose(releases, clamped_sum + noise)

@@ -153,22 +153,79 @@ def test_every_row_respects_the_norm_bound_from_the_schema(ch):
     )
 
 
-def test_features_and_labels_reject_bad_input(ch):
-    ch.inject(
-        """
-        bad_country = adult.head(3).assign(Country="Atlantis")
-        bad_age = adult.head(3).assign(Age=np.nan)
-        no_age = adult.head(3).drop(columns=["Age"])
-        bad_target = adult.head(3).assign(Target="rich")
-        """
+def test_features_and_labels_follow_the_data_rule(ch):
+    """No record makes the features or labels raise (an unknown country,
+    a missing age, an empty table and an unknown income raised): an
+    answer the schema does not list is in no category, a missing or
+    non-numeric number is the lower end of its range (0 once scaled), an
+    out-of-range one is clamped, an unknown income is 0, and an empty
+    table gives no rows. A column the schema needs may not be missing."""
+    features, labels = ch["census_features"], ch["income_labels"]
+    categories = ch["ADULT_CATEGORIES"]
+    n_categorical = sum(len(v) for v in categories.values())
+    country = n_categorical - len(categories["Country"])
+    people = pd.DataFrame(
+        [
+            _person(Country="Atlantis"),
+            _person(Age=np.nan, **{"Capital Gain": None}),
+            _person(Age="n/a", **{"Hours per week": "forty"}),
+            _person(Age=250, **{"Capital Gain": -5, "Education-Num": 99}),
+        ]
     )
-    assert "Atlantis" in value_error_message(
-        ch, "census_features(bad_country)"
+    rows = features(people)
+    assert np.isfinite(rows).all() and rows.min() >= 0 and rows.max() <= 1
+    assert rows[0, country:n_categorical].sum() == 0  # in no country
+    age, education, hours, gain = (
+        n_categorical,
+        n_categorical + 1,
+        n_categorical + 2,
+        n_categorical + 3,
     )
-    value_error_message(ch, "census_features(bad_age)")
+    assert rows[1, age] == 0 and rows[1, gain] == 0  # the lower ends
+    assert rows[2, age] == 0 and rows[2, hours] == 0
+    assert rows[3, age] == 1 and rows[3, education] == 1
+    assert rows[3, gain] == 0
+    # An empty table is ordinary data: no rows, the schema's columns.
+    assert features(ch["adult"].head(0)).shape == (0, rows.shape[1])
+    assert labels(ch["adult"].head(0)).shape == (0,)
+    odd = ch["adult"].head(3).assign(Target=["rich", None, ">50K"])
+    assert list(labels(odd)) == [0, 0, 1]
+    ch.inject('no_age = adult.head(3).drop(columns=["Age"])')
     assert "Age" in value_error_message(ch, "census_features(no_age)")
-    value_error_message(ch, "census_features(adult.head(0))")
-    value_error_message(ch, "income_labels(bad_target)")
+    assert "Target" in value_error_message(
+        ch, "income_labels(adult.drop(columns=['Target']))"
+    )
+
+
+def test_features_and_labels_read_pandas_na_as_a_missing_answer(ch):
+    """A missing answer can also be pandas' NA (a "string" column, or a
+    table after convert_dtypes()): it is in no category and is not
+    ">50K", as None is, and it does not raise (comparing NA with a
+    category raised TypeError, so one record with NA made the features
+    fail)."""
+    table = ch["adult"].head(4)
+    with_na = table.convert_dtypes()
+    with_none = table.astype(object)
+    for frame, missing in [(with_na, pd.NA), (with_none, None)]:
+        frame.loc[frame.index[0], "Workclass"] = missing
+        frame.loc[frame.index[1], "Country"] = missing
+        frame.loc[frame.index[2], "Target"] = missing
+    assert with_na["Workclass"].dtype == "string"
+    features, labels = ch["census_features"], ch["income_labels"]
+    np.testing.assert_array_equal(features(with_na), features(with_none))
+    np.testing.assert_array_equal(features(with_na)[3], features(table)[3])
+    assert list(labels(with_na)) == list(labels(with_none))
+    assert labels(with_na)[2] == 0
+
+
+def test_the_numeric_blocks_are_in_schema_order(ch):
+    # The test above reads the numeric blocks by position.
+    assert list(ch["NUMERIC_RANGES"]) == [
+        "Age",
+        "Education-Num",
+        "Hours per week",
+    ]
+    assert ch["MONEY_COLUMNS"] == ["Capital Gain", "Capital Loss"]
 
 
 def test_labels_are_income_above_50k(ch):
@@ -424,8 +481,6 @@ def test_dpsgd_rejects_bad_input(ch):
         """
     )
     for bad in [
-        "features=nan_features",
-        "labels=members_y[:50] + 1",
         "labels=members_y[:49]",
         "features=members_X[:50, 0]",
         "sampling_rate=0",
@@ -767,9 +822,10 @@ def test_dpsgd_train_many_runs_are_dpsgd_train_runs(ch):
         canary_args = (members_X[:5], members_y[:5])
         """
     )
+    # A canary with the wrong number of features is an argument error; a
+    # label of 2 is data, clamped to 1 by the book's data rule.
     for bad in [
         "canary_args[0][0, :3], 1",
-        "canary_args[0][0], 2",
     ]:
         value_error_message(
             ch,
@@ -847,15 +903,127 @@ def test_clipping_only_shortens_the_first_average_gradient(ch):
     assert glued("pml_start_shrink") < 0.9
 
 
-def test_batch_size_spread_is_wider_than_the_budget_spread(ch):
-    # The prose: the three batch sizes at eps = 1 spread the accuracy more
-    # than going from eps = 0.5 to eps = 8 does.
+def test_batch_size_spread_at_a_fixed_rate_is_wider_than_the_budget_spread(
+    ch,
+):
+    # The prose: at the chapter's fixed learning rate the three batch sizes
+    # at eps = 1 spread the accuracy more than going from eps = 0.5 to
+    # eps = 8 does.
     batch = glued("pml_sol_batch_acc_high") - glued("pml_sol_batch_acc_low")
     budget = abs(glued("pml_dpsgd_acc_8") - glued("pml_dpsgd_acc_05"))
     assert batch > budget
     table = ch["batch_table"]["accuracy"]
     assert glued("pml_sol_batch_acc_low") == table.min()
     assert glued("pml_sol_batch_acc_high") == table.max()
+
+
+def test_batch_solution_controls_the_step_size(ch):
+    """Item 24 of issue 42: the fixed-rate comparison mixed the batch size
+    with the step size (T from 125 to 2,000 steps at one rate). The
+    solution also runs a rate scaled with q, which keeps one person's
+    longest step rate * C / (q n) the same at every q, over all five
+    seeds, and the spread it glues shrinks by more than half."""
+    table = ch["batch_table"].sort_index()
+    n = ch["N_MEMBERS"]
+    longest = table["scaled rate"] * ch["CLIP_NORM"] / (table.index * n)
+    np.testing.assert_allclose(longest, longest.iloc[0], rtol=1e-12)
+    assert table.loc[ch["SAMPLING_RATE"], "scaled rate"] == ch["LEARNING_RATE"]
+    assert glued("pml_sol_batch_n_seeds") == len(ch["run_seeds"]) == 5
+    # The weight noise per step at the fixed rate: 0.066 against 0.013.
+    for name, row in [("small", 0), ("large", -1)]:
+        sd = table["noise sd per step"].iloc[row]
+        assert glued(f"pml_sol_batch_wnoise_{name}") == pytest.approx(
+            ch["LEARNING_RATE"] * sd, rel=1e-12
+        )
+        assert glued(f"pml_sol_batch_steps_{name}") == table["steps"].iloc[row]
+    assert glued("pml_sol_batch_wnoise_small") == pytest.approx(
+        0.066, abs=5e-4
+    )
+    assert glued("pml_sol_batch_wnoise_large") == pytest.approx(
+        0.013, abs=5e-4
+    )
+    assert glued("pml_sol_batch_step_ratio") == 16
+    for suffix, column in [
+        ("", "accuracy"),
+        ("_scaled", "accuracy, scaled rate"),
+    ]:
+        spread = 100 * (table[column].max() - table[column].min())
+        assert glued(f"pml_sol_batch_spread{suffix}") == pytest.approx(spread)
+    fixed = glued("pml_sol_batch_spread")
+    scaled = glued("pml_sol_batch_spread_scaled")
+    assert scaled < fixed / 2
+
+
+def test_batch_solution_does_not_claim_that_the_batch_size_matters():
+    import nbformat
+
+    from conftest import CHAPTERS_DIR
+
+    cells = nbformat.read(CHAPTERS_DIR / f"{STEM}.ipynb", as_version=4).cells
+    text = " ".join(
+        " ".join(c.source.split())
+        for c in cells
+        if c.cell_type == "markdown" and "pml_sol_batch" in c.source
+    )
+    assert "at a fixed budget the batch size matters, and" not in text
+    assert "mixes the batch size with the step size" in text
+    assert "`pml_sol_batch_n_seeds` seeds of one small model" in text
+    exercise = next(
+        c.source for c in cells if "label: pml-ex-batch" in c.source
+    )
+    assert "(two seeds)" not in exercise and "five seeds" in exercise
+
+
+def test_chapter_spells_with_ize(ch):
+    import nbformat
+
+    from conftest import CHAPTERS_DIR
+
+    cells = nbformat.read(CHAPTERS_DIR / f"{STEM}.ipynb", as_version=4).cells
+    text = "\n".join(c.source for c in cells)
+    for british in ["realised", "analyse", "organis", "recognis", "minimis"]:
+        assert british not in text, british
+
+
+def test_dpsgd_follows_the_data_rule(ch):
+    """No record makes training raise (a NaN feature, a label of 2 and an
+    empty table raised): features are clamped to [0, 1], labels too, a
+    missing or non-numeric entry counts as 0, and an empty table trains
+    on noise alone. With the same seed, training on the odd records is
+    training on the records as the rule reads them."""
+    ch.inject(
+        """
+        def rule_train(features, labels, seed=3):
+            return dpsgd_train(
+                features, labels, steps=20, learning_rate=1.0,
+                rng=np.random.default_rng(seed), sampling_rate=0.2,
+                clip_norm=1.0, noise_multiplier=1.0, expected_batch_size=4.0,
+            )
+
+        rule_X = members_X[:20].copy()
+        rule_y = members_y[:20].astype(float)
+        odd_X = rule_X.astype(object)
+        odd_X[0, 0], odd_X[1, 1], odd_X[2, 2] = np.nan, "n/a", 7.0
+        odd_y = rule_y.astype(object)
+        odd_y[3], odd_y[4], odd_y[5] = 2, None, -1
+        read_X, read_y = rule_X.copy(), rule_y.copy()
+        read_X[0, 0], read_X[1, 1], read_X[2, 2] = 0, 0, 1
+        read_y[3], read_y[4], read_y[5] = 1, 0, 0
+        rule_odd = rule_train(odd_X, odd_y)
+        rule_read = rule_train(read_X, read_y)
+        rule_empty = rule_train(rule_X[:0], rule_y[:0])
+        rule_many = dpsgd_train_many(
+            odd_X, odd_y, (odd_X[0], odd_y[4]), np.array([True, False]),
+            steps=5, learning_rate=1.0, rng=np.random.default_rng(1),
+            sampling_rate=0.2, clip_norm=1.0, noise_multiplier=1.0,
+            expected_batch_size=4.0,
+        )
+        """
+    )
+    np.testing.assert_array_equal(ch["rule_odd"], ch["rule_read"])
+    assert np.isfinite(ch["rule_empty"]).all()
+    assert ch["rule_empty"].shape == ch["rule_odd"].shape
+    assert np.isfinite(ch["rule_many"]).all()
 
 
 def test_canary_false_positive_rate_is_glued_as_measured(ch):
@@ -869,8 +1037,6 @@ def test_canary_false_positive_rate_is_glued_as_measured(ch):
 
 # --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
 
-STEM = "private-ml"
-
 
 def test_the_book_s_solutions_get_full_marks(ch):
     assignments.assert_full_marks(ch, STEM)
@@ -880,18 +1046,70 @@ def test_the_untouched_student_notebook_scores_zero(ch):
     assignments.assert_stubs_score_zero(ch, STEM)
 
 
+def _answer(label):
+    # The book's answer for an exercise (a wrong part is written over it).
+    return assignments.exercise(STEM, label)["spec"].get("answer", "")
+
+
+def _batch_column(column, values):
+    return f"batch_table = batch_table.assign(**{{{column!r}: {values}}})\n"
+
+
+UNSCALED_SD = (
+    "weight_noise_sd = {c: noise_multipliers[1.0] * c / EXPECTED_BATCH"
+    " for c in (0.1, 1.0, 10.0)}\n"
+)
+ALL_HOLDERS_DROPPED = """
+scaling = scaling.copy()
+for _col in scaling.index:
+    _v = adult.iloc[member_rows][_col]
+    scaling.loc[_col, "max without one"] = _v[_v < _v.max()].max()
+"""
+HELD_IN_WHOLE_TABLE = """
+scaling = scaling.copy()
+for _col in scaling.index:
+    scaling.loc[_col, "held by"] = (adult[_col] == adult[_col].max()).sum()
+"""
+
+
 @pytest.mark.parametrize(
     ("label", "code", "expected"),
     [
         (
             "pml-ex-clip",
-            "sigma_for_clip = {c: noise_multipliers[1.0] / c for c in (0.1, 1.0, 10.0)}\n",
+            "sigma_for_clip = {c: noise_multipliers[1.0] / c"
+            " for c in (0.1, 1.0, 10.0)}\n",
             "the same sigma",
+        ),
+        ("pml-ex-clip", UNSCALED_SD, "yours leaves out the learning rate"),
+        ("pml-ex-clip", "worse_end = 0.1\n", "so C = 10 loses more"),
+        (
+            "pml-ex-batch",
+            _batch_column(
+                "noise sd per step",
+                "batch_table['noise multiplier'] * CLIP_NORM",
+            ),
+            "divided by the expected batch",
         ),
         (
             "pml-ex-batch",
-            "batch_table = batch_table.assign(**{'noise sd per step': batch_table['noise multiplier'] * CLIP_NORM})\n",
-            "divided by the expected batch",
+            _batch_column("scaled rate", "LEARNING_RATE"),
+            "keeping one person's longest step",
+        ),
+        (
+            "pml-ex-batch",
+            _batch_column("noise multiplier", "noise_multipliers[1.0]")
+            + _batch_column(
+                "noise sd per step",
+                "noise_multipliers[1.0] * CLIP_NORM"
+                " / (batch_table.index * N_MEMBERS)",
+            ),
+            "each q and its T need their own",
+        ),
+        (
+            "pml-ex-batch",
+            _batch_column("steps", "STEPS"),
+            "are T = 10 / q",
         ),
         (
             "pml-ex-replace",
@@ -899,22 +1117,202 @@ def test_the_untouched_student_notebook_scores_zero(ch):
             "two add-or-remove steps",
         ),
         (
+            "pml-ex-replace",
+            "replace_delta = 2e-6\n",
+            "2 delta adds the deltas",
+        ),
+        (
+            "pml-ex-replace",
+            "book_budget_for_replace_one = 2.0\n",
+            "epsilon doubles from add/remove to replace-one",
+        ),
+        (
             "pml-ex-scaling",
             "sensitivity_still_clip = True\n",
             "no longer C",
         ),
+        (
+            "pml-ex-scaling",
+            ALL_HOLDERS_DROPPED,
+            "several members hold the maximum, so removing one leaves it",
+        ),
+        (
+            "pml-ex-scaling",
+            HELD_IN_WHOLE_TABLE,
+            "yours counts the whole table",
+        ),
     ],
     ids=[
         "sigma-scales-with-clip",
+        "weight-noise-without-rate",
+        "wrong-end",
         "batch-not-averaged",
+        "batch-rate-not-scaled",
+        "batch-sigma-not-recalibrated",
+        "batch-steps-fixed",
         "replace-same-epsilon",
+        "replace-delta-doubled",
+        "replace-budget-doubled",
         "scaling-fine",
+        "scaling-all-holders-dropped",
+        "scaling-whole-table",
     ],
 )
 def test_a_typical_wrong_answer_fails_with_its_reason(
     ch, label, code, expected
 ):
     # The book's answer first, then the wrong part over it.
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    message = assignments.wrong_answer_message(ch, STEM, label, answer + code)
+    message = assignments.wrong_answer_message(
+        ch, STEM, label, _answer(label) + code
+    )
     assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "pml-ex-clip",
+            "sigma_for_clip = {c: noise_multipliers[1.0] / c"
+            " for c in (0.1, 1.0, 10.0)}\n",
+            "your noise multipliers differ with C",
+        ),
+        ("pml-ex-clip", UNSCALED_SD, "it leaves out the learning rate"),
+        (
+            "pml-ex-clip",
+            "weight_noise_sd = {c: 2 * noise_multipliers[1.0] * c"
+            " / EXPECTED_BATCH for c in (0.1, 1.0, 10.0)}\n",
+            "your noise on each weight differs with C",
+        ),
+        (
+            "pml-ex-batch",
+            _batch_column(
+                "noise sd per step",
+                "batch_table['noise multiplier'] * CLIP_NORM",
+            ),
+            "divided by the expected batch q n",
+        ),
+        (
+            "pml-ex-batch",
+            _batch_column("scaled rate", "LEARNING_RATE"),
+            "keeping one person's longest step",
+        ),
+        (
+            "pml-ex-batch",
+            _batch_column("noise multiplier", "noise_multipliers[1.0]"),
+            "your noise multiplier is the same at every q",
+        ),
+        (
+            "pml-ex-batch",
+            _batch_column(
+                "noise multiplier", "batch_table['noise multiplier'] * 1.05"
+            ),
+            "is more than needed",
+        ),
+        (
+            "pml-ex-batch",
+            _batch_column(
+                "noise multiplier", "batch_table['noise multiplier'] * 0.97"
+            ),
+            "more than 1",
+        ),
+        ("pml-ex-batch", _batch_column("steps", "STEPS"), "are T = 10 / q"),
+        (
+            "pml-ex-scaling",
+            ALL_HOLDERS_DROPPED,
+            "without one of them the maximum is still there",
+        ),
+        (
+            "pml-ex-scaling",
+            HELD_IN_WHOLE_TABLE,
+            "in the whole table",
+        ),
+        (
+            "pml-ex-replace",
+            "replace_epsilon = 1.0\n",
+            "two add-or-remove steps",
+        ),
+        (
+            "pml-ex-replace",
+            "replace_delta = 2e-6\n",
+            "does not simply add the deltas",
+        ),
+        (
+            "pml-ex-replace",
+            "book_budget_for_replace_one = 1.0\n",
+            "on the replace-one scale, not 1",
+        ),
+    ],
+    ids=[
+        "sigma-scales-with-clip",
+        "weight-noise-without-rate",
+        "weight-noise-at-a-fixed-rate",
+        "batch-not-averaged",
+        "batch-rate-not-scaled",
+        "batch-sigma-not-recalibrated",
+        "batch-too-much-noise",
+        "batch-too-little-noise",
+        "batch-steps-fixed",
+        "scaling-all-holders-dropped",
+        "scaling-whole-table",
+        "replace-same-epsilon",
+        "replace-delta-doubled",
+        "replace-budget-is-the-target",
+    ],
+)
+def test_the_public_checks_catch_a_common_mistake(ch, label, code, expected):
+    message = assignments.public_message(
+        ch, STEM, label, _answer(label) + code
+    )
+    assert message is not None and expected in message, message
+
+
+RECALIBRATED = """
+_t = batch_table.copy()
+for _q in _t.index:
+    _s = dpsgd_noise_multiplier(
+        1.0, _q, int(round(EPOCHS / _q)), DELTA, tolerance=1e-4
+    )
+    _t.loc[_q, "noise multiplier"] = _s
+    _sd = _s * CLIP_NORM / (_q * N_MEMBERS)
+    _t.loc[_q, "noise sd per step"] = float(f"{_sd:.3g}")
+batch_table = _t.iloc[::-1]
+"""
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        (
+            # a multiplier calibrated more tightly than the chapter's,
+            # NumPy numbers, and the end as a whole number
+            "pml-ex-clip",
+            "_s = dpsgd_noise_multiplier(1.0, SAMPLING_RATE, STEPS, DELTA,"
+            " tolerance=1e-4)\n"
+            "sigma_for_clip = {c: np.float32(_s) for c in (0.1, 1.0, 10.0)}\n"
+            "weight_noise_sd = {c: round(2 * _s / EXPECTED_BATCH, 5)"
+            " for c in (0.1, 1.0, 10.0)}\n"
+            "worse_end = 10\n",
+        ),
+        # tightly calibrated, rounded to 3 figures, rows in another order
+        ("pml-ex-batch", RECALIBRATED),
+        (
+            "pml-ex-scaling",
+            "scaling = scaling.astype(float).assign(note='members')\n"
+            "sensitivity_still_clip = np.False_\n",
+        ),
+        (
+            "pml-ex-replace",
+            "replace_epsilon = np.float32(2)\nreplace_delta = 3.72e-6\n",
+        ),
+    ],
+    ids=[
+        "clip-tight-sigma",
+        "batch-tight-sigma-3-figures",
+        "scaling-floats",
+        "replace-rounded",
+    ],
+)
+def test_a_right_answer_in_another_form_gets_full_marks(ch, label, code):
+    found = assignments.exercise(STEM, label)
+    assert assignments.failure(ch, found, _answer(label) + code) is None

@@ -48,12 +48,11 @@ def test_randomized_response_keeps_shape_and_returns_booleans(tb):
 @pytest.mark.parametrize(
     "call",
     [
-        "randomized_response([], 0.5, rng)",
         "randomized_response([True, False], 0.0, rng)",
         "randomized_response([True, False], 1.0, rng)",
         "randomized_response([True, False], 1.5, rng)",
         "randomized_response([True, False], -0.2, rng)",
-        "randomized_response([0, 2], 0.5, rng)",
+        "randomized_response([True, False], float('nan'), rng)",
     ],
 )
 def test_randomized_response_rejects_bad_input(tb, call):
@@ -763,6 +762,13 @@ def test_the_untouched_student_notebook_scores_zero(tb):
     assignments.assert_stubs_score_zero(tb, STEM)
 
 
+BENT = "p_yes_given_yes = 7 / 8\np_yes_given_no = 1 / 8\n"
+FORCED = (
+    'forced = {"yes|yes": 1.0, "yes|no": 0.5, "no|yes": 0.0, "no|no": 0.5}\n'
+)
+RARE = "largest_eps_local = np.log(11)\n"
+
+
 @pytest.mark.parametrize(
     ("label", "code", "expected"),
     [
@@ -774,21 +780,226 @@ def test_the_untouched_student_notebook_scores_zero(tb):
             "a removal plus an addition, so the odds move by e^(2 epsilon)",
         ),
         (
+            "rr-ex-rare-prior",
+            RARE + "largest_eps_value = np.log(11) / 2\np_needed = 11 / 12\n",
+            "11/12 is the chance that an answer is the truth",
+        ),
+        (
             "rr-ex-bent-coin",
-            "p_yes_given_yes = 7 / 8\np_yes_given_no = 1 / 8\n"
-            "eps_bent = 7.0\nmore_private = 'fair'\n",
+            BENT + "eps_bent = 7.0\nmore_private = 'fair'\n",
             "7 is the ratio itself; epsilon is its logarithm",
+        ),
+        (
+            "rr-ex-bent-coin",
+            BENT + "eps_bent = np.log(7)\nmore_private = 'bent'\n",
+            "the smaller epsilon is the more private design",
         ),
         (
             "rr-ex-sample-size",
             "n_needed = int(np.ceil(np.sqrt(2) / (1.0 * 0.01)))\n",
             "above 0.01",
         ),
+        (
+            "rr-ex-sample-size",
+            "n_needed = 7500\n",
+            "that is the size for two fair coins",
+        ),
+        (
+            "rr-ex-sample-size",
+            "n_needed = 2 * 9207\n",
+            "well below 0.01",
+        ),
+        (
+            "rr-ex-forced-yes",
+            FORCED + "forced_is_dp = True\nshare_high_among_no = 0.0\n",
+            "their ratio is unbounded",
+        ),
+        (
+            "rr-ex-forced-yes",
+            FORCED + "forced_is_dp = False\n"
+            "share_high_among_no = float(truth.mean())\n",
+            "it should be exactly 0",
+        ),
     ],
-    ids=["replacement-counted-once", "ratio-not-log", "central-formula"],
+    ids=[
+        "replacement-counted-once",
+        "warner-p",
+        "ratio-not-log",
+        "larger-epsilon-more-private",
+        "central-formula",
+        "fair-coins",
+        "too-many",
+        "forced-called-dp",
+        "share-of-everyone",
+    ],
 )
 def test_a_typical_wrong_answer_fails_with_its_reason(
     tb, label, code, expected
 ):
     message = assignments.wrong_answer_message(tb, STEM, label, code)
     assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "rr-ex-bent-coin",
+            BENT + "eps_bent = 7.0\nmore_private = 'fair'\n",
+            "7 is the ratio itself; epsilon is its logarithm",
+        ),
+        (
+            "rr-ex-bent-coin",
+            "p_yes_given_yes = 0.75\np_yes_given_no = 1 / 8\n"
+            "eps_bent = np.log(6)\nmore_private = 'fair'\n",
+            "the chance of a truthful answer alone",
+        ),
+        (
+            "rr-ex-bent-coin",
+            BENT + "eps_bent = np.log(7) / 2\nmore_private = 'fair'\n",
+            "not the logarithm of the largest ratio",
+        ),
+        (
+            "rr-ex-forced-yes",
+            'forced = {"yes|yes": 1.0, "yes|no": 0.5, "no|yes": 0.5, '
+            '"no|no": 0.0}\nforced_is_dp = False\n'
+            "share_high_among_no = 0.0\n",
+            "so the two add up to 1",
+        ),
+        (
+            "rr-ex-forced-yes",
+            FORCED + "forced_is_dp = True\nshare_high_among_no = 0.0\n",
+            "the ratio of those two probabilities is unbounded",
+        ),
+        (
+            "rr-ex-forced-yes",
+            FORCED + "forced_is_dp = False\n"
+            "share_high_among_no = float(truth.mean())\n",
+            "the share among everyone",
+        ),
+        (
+            "rr-ex-sample-size",
+            "n_needed = int(np.ceil(np.sqrt(2) / (1.0 * 0.01)))\n",
+            "the size a central Laplace count would need",
+        ),
+        ("rr-ex-sample-size", "n_needed = 7500\n", "two fair coins"),
+        ("rr-ex-sample-size", "n_needed = 93\n", "not by 0.01^2"),
+        ("rr-ex-sample-size", "n_needed = 9000\n", "above 0.01"),
+        (
+            "rr-ex-rare-prior",
+            "largest_eps_local = np.log(11)\n"
+            "largest_eps_value = np.log(11)\np_needed = 5 / 6\n",
+            "a removal plus an addition",
+        ),
+        (
+            "rr-ex-rare-prior",
+            "largest_eps_local = np.log(10)\n"
+            "largest_eps_value = np.log(10) / 2\np_needed = 9 / 11\n",
+            "not the probabilities",
+        ),
+        (
+            "rr-ex-rare-prior",
+            RARE + "largest_eps_value = np.log(11) / 2\np_needed = 11 / 12\n",
+            "the chance that an answer is the truth",
+        ),
+    ],
+    ids=[
+        "ratio-not-log",
+        "second-coin-forgotten",
+        "epsilon-not-from-the-probabilities",
+        "conditioning-swapped",
+        "forced-called-dp",
+        "share-of-everyone",
+        "central-formula",
+        "fair-coins",
+        "standard-error-not-squared",
+        "too-few",
+        "replacement-counted-once",
+        "probabilities-not-odds",
+        "warner-p",
+    ],
+)
+def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
+    message = assignments.public_message(tb, STEM, label, code)
+    assert message is not None and expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        (
+            "rr-ex-bent-coin",
+            "p_yes_given_yes = np.float32(0.875)\n"
+            "p_yes_given_no = np.float32(0.125)\n"
+            "eps_bent = 1.95\nmore_private = np.str_('Fair')\n",
+        ),
+        (
+            "rr-ex-forced-yes",
+            'forced = {"yes|yes": 1, "yes|no": np.float32(0.5), '
+            '"no|yes": 0, "no|no": 0.5}\n'
+            "forced_is_dp = np.False_\nshare_high_among_no = np.float64(0)\n",
+        ),
+        ("rr-ex-sample-size", "n_needed = 9210\n"),
+        ("rr-ex-sample-size", "n_needed = np.int64(9207)\n"),
+        ("rr-ex-sample-size", "n_needed = 9207.0\n"),
+        (
+            "rr-ex-rare-prior",
+            "largest_eps_local = 2.40\nlargest_eps_value = np.float32(1.20)\n"
+            "p_needed = 0.833\n",
+        ),
+    ],
+    ids=[
+        "bent-rounded-float32",
+        "forced-ints-and-numpy",
+        "sample-size-3-figures",
+        "sample-size-int64",
+        "sample-size-float",
+        "rare-prior-rounded",
+    ],
+)
+def test_a_right_answer_in_another_form_gets_full_marks(tb, label, code):
+    found = assignments.exercise(STEM, label)
+    assert assignments.failure(tb, found, code) is None
+
+
+# --- the book's data rule (issue 42, item 2) ---------------------------------
+
+
+@pytest.mark.parametrize(
+    "truth, read_as",
+    [
+        ("[]", []),
+        ("[1.0, np.nan]", [True, False]),
+        ("[True, None]", [True, False]),
+        ("pd.array([True, pd.NA], dtype='boolean')", [True, False]),
+        ("pd.Series([1, 'yes'], dtype=object)", [True, False]),
+        ("[2, -1]", [True, False]),
+        ("[0.7, 0.2]", [True, False]),
+    ],
+)
+def test_randomized_response_follows_the_data_rule(tb, truth, read_as):
+    """No respondent makes the survey raise (an empty survey and a
+    value outside {0, 1} raised): a missing or non-numeric answer counts
+    as "no", others are clamped to [0, 1] and read as the nearer answer,
+    and an empty survey gives no answers. With the same coins the answers
+    are those of the truth as read (at p = 0.999 almost every answer is
+    the truth, so a wrong reading shows)."""
+    answers = tb.value(
+        f"randomized_response({truth}, 0.999, np.random.default_rng(8))"
+        ".tolist()"
+    )
+    expected = tb.value(
+        f"randomized_response(np.array({read_as!r}, "
+        "dtype=bool), 0.999, np.random.default_rng(8)).tolist()"
+    )
+    assert answers == expected
+    assert answers == read_as  # with these coins every answer is the truth
+
+
+def test_randomized_response_keeps_the_shape_of_a_non_boolean_survey(tb):
+    for shape in [(4, 5), (0, 3), ()]:
+        out = tb.value(
+            f"list(randomized_response(np.zeros({shape}), 0.5, "
+            "np.random.default_rng(0)).shape)"
+        )
+        assert tuple(out) == shape
