@@ -5,6 +5,7 @@ The notebook is executed once (in its own folder, so that its data loader finds
 """
 
 import assignments
+import numpy as np
 import pytest
 
 from conftest import chapter_kernel, value_error_message
@@ -961,14 +962,73 @@ def test_the_untouched_student_notebook_scores_zero(tb):
     assignments.assert_stubs_score_zero(tb, STEM)
 
 
+# The budget attack simulated with its own seed; {scale} is the noise
+# scale per answer (10 is right: sensitivity 1 over epsilon 0.1).
+BUDGET = """
+_gen = np.random.default_rng({seed})
+right = {{}}
+for _n, _reps in [(10, 100_000), (10_000, 200)]:
+    _noisy = 1 + _gen.laplace(0, {scale}, size=(_reps, _n))
+    right[_n] = {kind}((_noisy.mean(axis=1) > 0.5).mean())
+"""
+
+# The loose-bounds simulation at another epsilon or with the right one.
+LOOSE = """
+loose_rmse = {{}}
+_gen = np.random.default_rng({seed})
+for _lower, _upper in [(17, 90), (0, 200)]:
+    _releases = np.array([
+        dp_clipped_mean(doctorate_ages, _lower, _upper, {epsilon}, _gen)
+        for _ in range(1_000)
+    ])
+    loose_rmse[_upper] = float(
+        np.sqrt(np.mean((_releases - doctorate_ages.mean()) ** 2))
+    )
+sum_noise_ratio = {ratio}
+"""
+
+RATIO = (
+    "worst_geometric = {geometric}\nworst_rounded_laplace = {rounded}\n"
+    "both_within_epsilon = {within}\n"
+)
+# The rounded-Laplace log-ratio at the outputs 10 and 11 only.
+ROUNDED_AT_TRUE = (
+    "float(ratio_table.loc['rounded Laplace', '|log-ratio| at 10 and 11'])"
+)
+
+
 @pytest.mark.parametrize(
     ("label", "code", "expected"),
     [
         (
-            "comp-ex-replacement",
-            "histogram_factor = 2\nreplace_sensitivity = 3\n"
-            "add_remove_sensitivity = 3\n",
-            "one value can change from L = -3 to U = 2",
+            "comp-ex-add-up",
+            "total_cost = 1.1\nparallel_claim_right = False\n",
+            "the count released twice costs twice",
+        ),
+        (
+            "comp-ex-add-up",
+            "total_cost = 0.9\nparallel_claim_right = True\n",
+            "they add up instead of composing in parallel",
+        ),
+        (
+            "comp-ex-add-up",
+            "parallel_claim_right = True\n",
+            "not disjoint groups, so parallel composition does not apply",
+        ),
+        (
+            "comp-ex-budget-protects",
+            BUDGET.format(seed=3, scale=1, kind="float"),
+            "Your rate is that of noise of scale 1, epsilon = 1 per answer",
+        ),
+        (
+            "comp-ex-budget-protects",
+            "right = {10: 0.5, 10_000: 0.99}\n",
+            "lands this far off less than once in 10,000",
+        ),
+        (
+            "comp-ex-budget-protects",
+            "right = {10: right[10], 10_000: 0.9}\n",
+            "so the attacker is almost always right",
         ),
         (
             "comp-ex-loose-bounds",
@@ -976,15 +1036,353 @@ def test_the_untouched_student_notebook_scores_zero(tb):
             "U - L is the sensitivity under replacement",
         ),
         (
-            "comp-ex-add-up",
-            "total_cost = 1.1\nparallel_claim_right = False\n",
-            "the count released twice costs twice",
+            "comp-ex-loose-bounds",
+            LOOSE.format(seed=4, epsilon=1.0, ratio="200 / 90"),
+            "1,000 releases of dp_clipped_mean at epsilon = 0.5 give about",
+        ),
+        (
+            "comp-ex-replacement",
+            "histogram_factor = 2\nreplace_sensitivity = 3\n"
+            "add_remove_sensitivity = 3\n",
+            "one value can change from L = -3 to U = 2",
+        ),
+        (
+            "comp-ex-replacement",
+            "histogram_factor = 2\nreplace_sensitivity = 5\n"
+            "add_remove_sensitivity = 5\n",
+            "5 = U - L is the sensitivity under replacement",
+        ),
+        (
+            "comp-ex-replacement",
+            "histogram_factor = 1\nreplace_sensitivity = 5\n"
+            "add_remove_sensitivity = 3\n",
+            "one bar loses 1 and another gains 1",
+        ),
+        (
+            "comp-ex-check-ratio",
+            RATIO.format(geometric=1.0, rounded=ROUNDED_AT_TRUE, within=True),
+            "that is the log-ratio at the outputs 10 and 11 only",
+        ),
+        (
+            "comp-ex-check-ratio",
+            RATIO.format(geometric="np.e", rounded=1.0, within=False),
+            "that is the largest ratio; take its log",
+        ),
+        (
+            "comp-ex-check-ratio",
+            RATIO.format(geometric=1.0, rounded=1.0, within=False),
+            "both largest log-ratios are at most epsilon = 1",
         ),
     ],
-    ids=["wrong-neighbours", "wrong-clipped-sensitivity", "repeat-free"],
+    ids=[
+        "repeat-free",
+        "parallel-across-releases",
+        "parallel-claim-accepted",
+        "budget-epsilon-one-per-answer",
+        "budget-coin",
+        "budget-many-answers-too-low",
+        "wrong-clipped-sensitivity",
+        "loose-bounds-wrong-epsilon",
+        "wrong-neighbours",
+        "add-remove-as-replace",
+        "histogram-factor-one",
+        "ratio-at-true-values-only",
+        "ratio-not-log",
+        "within-denied",
+    ],
 )
 def test_a_typical_wrong_answer_fails_with_its_reason(
     tb, label, code, expected
 ):
     message = assignments.wrong_answer_message(tb, STEM, label, code)
     assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "comp-ex-add-up",
+            "total_cost = 1.1\nparallel_claim_right = False\n",
+            "it is released twice",
+        ),
+        (
+            "comp-ex-add-up",
+            "total_cost = 0.9\nparallel_claim_right = True\n",
+            "holds only for releases about disjoint groups of people",
+        ),
+        (
+            "comp-ex-budget-protects",
+            BUDGET.format(seed=3, scale=1, kind="float"),
+            "no attack on them is right more than e / (1 + e)",
+        ),
+        (
+            "comp-ex-loose-bounds",
+            "sum_noise_ratio = 200 / 73\n",
+            "U - L is the sensitivity of a clipped sum under replacement",
+        ),
+        (
+            "comp-ex-loose-bounds",
+            "sum_noise_ratio = 90 / 200\n",
+            "not the other way round",
+        ),
+        (
+            "comp-ex-loose-bounds",
+            "loose_rmse = {90: 2.8, 200: 1.3}\n",
+            "the loose bounds add more noise to the sum",
+        ),
+        (
+            "comp-ex-replacement",
+            "histogram_factor = 2\nreplace_sensitivity = 3\n"
+            "add_remove_sensitivity = 3\n",
+            "your two sensitivities are equal",
+        ),
+        (
+            "comp-ex-replacement",
+            "histogram_factor = 2\nreplace_sensitivity = 5.5\n"
+            "add_remove_sensitivity = 5\n",
+            "U - L = 5 is what one value moves by",
+        ),
+        (
+            "comp-ex-check-ratio",
+            RATIO.format(geometric="np.e", rounded=1.0, within=False),
+            "that is the largest ratio",
+        ),
+        (
+            "comp-ex-check-ratio",
+            RATIO.format(geometric=1.0, rounded=1.0, within=False),
+            "both_within_epsilon should be True",
+        ),
+    ],
+    ids=[
+        "repeat-free",
+        "parallel-across-releases",
+        "budget-above-the-ceiling",
+        "wrong-clipped-sensitivity",
+        "ratio-inverted",
+        "errors-in-the-wrong-order",
+        "replace-as-add-remove",
+        "add-remove-as-replace",
+        "ratio-not-log",
+        "within-contradicts-the-numbers",
+    ],
+)
+def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
+    message = assignments.public_message(tb, STEM, label, code)
+    assert message and expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        (
+            "comp-ex-add-up",
+            "total_cost = np.float32(1.2)\nparallel_claim_right = np.False_\n",
+        ),
+        ("comp-ex-add-up", "total_cost = 1.20\nparallel_claim_right = 0\n"),
+        (
+            "comp-ex-budget-protects",
+            BUDGET.format(seed=5, scale=10, kind="np.float32"),
+        ),
+        (
+            "comp-ex-loose-bounds",
+            LOOSE.format(seed=6, epsilon=0.5, ratio="2.22"),
+        ),
+        (
+            "comp-ex-replacement",
+            "histogram_factor = 2.0\nreplace_sensitivity = np.int64(5)\n"
+            "add_remove_sensitivity = np.float32(3)\n",
+        ),
+        (
+            "comp-ex-check-ratio",
+            RATIO.format(
+                geometric=1.00, rounded="np.float32(1)", within="np.True_"
+            ),
+        ),
+    ],
+    ids=[
+        "numpy-scalars",
+        "three-figures-and-zero-for-false",
+        "budget-another-seed-float32",
+        "loose-bounds-another-seed-ratio-to-3-figures",
+        "replacement-numpy-scalars",
+        "check-ratio-rounded-and-numpy",
+    ],
+)
+def test_a_right_answer_in_another_form_gets_full_marks(tb, label, code):
+    found = assignments.exercise(STEM, label)
+    assert assignments.failure(tb, found, code) is None
+
+
+# --- the book's data rule (issue 42, item 2) ---------------------------------
+
+DATA_RULE_CASES = {
+    "empty": "np.array([])",
+    "NaN record": "np.array([30.0, np.nan])",
+    "None record": "[30.0, None]",
+    "non-numeric record": "pd.Series([30.0, 'n/a'], dtype=object)",
+    "pandas NA": "pd.array([30, pd.NA], dtype='Int64')",
+    "above the range": "np.array([30.0, 1e12])",
+    "below the range": "np.array([30.0, -1e12])",
+}
+
+
+def _recipe_mean(values, lower, upper, epsilon, seed):
+    """The documented recipe, computed here with numpy's own draws: a sum
+    with Laplace noise of scale max(|L|, |U|) / (epsilon / 2), then a
+    count with scale 1 / (epsilon / 2), divided and clamped."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    noisy_sum = sum(values) + rng.laplace(
+        0.0, max(abs(lower), abs(upper)) / (epsilon / 2)
+    )
+    noisy_count = len(values) + rng.laplace(0.0, 1 / (epsilon / 2))
+    return float(np.clip(noisy_sum / max(noisy_count, 1.0), lower, upper))
+
+
+@pytest.mark.parametrize("case", sorted(DATA_RULE_CASES))
+def test_dp_clipped_mean_follows_the_data_rule(tb, case):
+    """No record makes dp_clipped_mean raise (a NaN record raised); a
+    missing or non-numeric value counts as the lower bound, an
+    out-of-range one is clamped, an empty table is noise; the release is
+    the documented recipe on the clamped values, with the same draws."""
+    data = DATA_RULE_CASES[case]
+    release = tb.value(
+        f"dp_clipped_mean({data}, 10, 90, 1.0, np.random.default_rng(3))"
+    )
+    assert np.isfinite(release) and 10 <= release <= 90
+    clamped = {
+        "empty": [],
+        "above the range": [30.0, 90.0],
+    }.get(case, [30.0, 10.0])
+    assert release == pytest.approx(
+        _recipe_mean(clamped, 10, 90, 1.0, 3), rel=1e-12
+    )
+
+
+def test_dp_clipped_mean_calibrates_both_halves_of_the_budget(tb):
+    """The release equals the recipe drawn here (sum scale
+    max(|L|, |U|) / (eps / 2), count scale 2 / eps) on several tables and
+    seeds: a wrong sensitivity, a wrong scale or epsilon instead of
+    epsilon / 2 changes it."""
+    for seed in range(5):
+        values = list(np.random.default_rng(seed).uniform(-3, 12, size=7))
+        for lower, upper, epsilon in [(-5, 2, 0.3), (0, 10, 2.0)]:
+            clamped = list(np.clip(values, lower, upper))
+            ours = tb["dp_clipped_mean"](
+                np.array(values),
+                lower,
+                upper,
+                epsilon,
+                np.random.default_rng(seed),
+            )
+            expected = _recipe_mean(clamped, lower, upper, epsilon, seed)
+            assert ours == pytest.approx(expected, rel=1e-12)
+
+
+def test_dp_clipped_mean_is_one_function_for_arrays_and_series(tb):
+    tb.inject("""
+mixed = [31.0, np.nan, 250.0, -7.0]
+rule_means = [
+    dp_clipped_mean(kind(mixed), 17, 90, 0.5, np.random.default_rng(8))
+    for kind in (np.array, pd.Series, list)
+]
+""")
+    first, *others = tb.value("rule_means")
+    assert all(other == first for other in others)
+
+
+def test_dp_clipped_mean_still_refuses_bad_bounds(tb):
+    for bounds in ["0, np.inf", "np.nan, 5", "-np.inf, 0"]:
+        value_error_message(
+            tb, f"dp_clipped_mean([1.0], {bounds}, 1.0, test_rng)"
+        )
+
+
+MASK_CASES = {
+    "pandas NA": "pd.array([True, pd.NA, False], dtype='boolean')",
+    "object with None": "pd.Series([True, None, False], dtype=object)",
+    "object with NaN": "np.array([True, np.nan, False], dtype=object)",
+    "text": "pd.Series([True, 'yes', False], dtype=object)",
+}
+
+
+@pytest.mark.parametrize("case", sorted(MASK_CASES))
+def test_private_count_follows_the_data_rule(tb, case):
+    """A mask entry that is missing or not a number counts as False (the
+    object mask with NaN raised): the release is the count of the True
+    entries plus the same noise, and the accountant is charged once."""
+    tb.inject(
+        f"""
+rule_table = pd.DataFrame({{"x": [1, 2, 3]}})
+rule_accountant = PrivacyAccountant(budget=1.0)
+rule_count = private_count(
+    rule_table, {MASK_CASES[case]}, 0.5, rule_accountant, "rule",
+    np.random.default_rng(2),
+)
+rule_noise = np.random.default_rng(2).laplace(0.0, 1 / 0.5)
+"""
+    )
+    assert tb.value("rule_count") == pytest.approx(
+        1 + tb.value("rule_noise"), rel=1e-12
+    )
+    assert tb.value("rule_accountant.spent") == 0.5
+
+
+def test_private_count_of_an_empty_table_is_noise_around_zero(tb):
+    tb.inject("""
+empty_accountant = PrivacyAccountant(budget=1.0)
+empty_count = private_count(
+    adult.iloc[:0], adult["Age"].iloc[:0] > 40, 1.0, empty_accountant,
+    "empty", np.random.default_rng(6),
+)
+""")
+    noise = np.random.default_rng(6).laplace(0.0, 1.0)
+    assert tb.value("empty_count") == pytest.approx(noise, rel=1e-12)
+
+
+def test_dp_counts_follows_the_data_rule(tb):
+    """An empty table gives every public cell (noise around 0); a record
+    whose key is missing, or not in the public domain, is in no cell."""
+    tb.inject("""
+rule_domain = pd.MultiIndex.from_product(
+    [["a", "b"], ["x", "y"]], names=["k1", "k2"]
+)
+rule_rows = pd.DataFrame(
+    {"k1": ["a", None, "zz", "b", np.nan], "k2": ["x", "y", "x", None, "y"]}
+)
+rule_counts = dp_counts(
+    rule_rows, ["k1", "k2"], rule_domain, 1.0, PrivacyAccountant(1.0),
+    "rule", np.random.default_rng(4),
+)
+empty_counts = dp_counts(
+    rule_rows.iloc[:0], ["k1", "k2"], rule_domain, 1.0,
+    PrivacyAccountant(1.0), "empty", np.random.default_rng(4),
+)
+rule_noise = np.random.default_rng(4).laplace(0.0, 1.0, size=4)
+""")
+    noise = tb.value("rule_noise")
+    counts = tb.value("rule_counts.to_numpy()")
+    empty = tb.value("empty_counts.to_numpy()")
+    np.testing.assert_allclose(counts, np.array([1, 0, 0, 0]) + noise)
+    np.testing.assert_allclose(empty, noise)
+    assert tb.value("list(empty_counts.index) == list(rule_domain)")
+
+
+def test_a_register_total_is_public_only_for_a_sample_of_its_population():
+    """A register's total of the very population the table covers is the
+    table's own size (the in-between case), not an outside constant."""
+    import nbformat
+
+    from conftest import CHAPTERS_DIR
+
+    cells = nbformat.read(CHAPTERS_DIR / "composition.ipynb", as_version=4)
+    text = " ".join(
+        " ".join(c.source.split())
+        for c in cells.cells
+        if "(comp-sec-public-size)=" in c.source
+    )
+    assert "a population total from a register, or" not in text
+    assert "when the table is a sample of that population" in text
+    assert "it is the table's own size" in text

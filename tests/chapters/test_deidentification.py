@@ -1045,15 +1045,56 @@ def test_the_untouched_student_notebook_scores_zero(tb):
     assignments.assert_stubs_score_zero(tb, STEM)
 
 
-NO_MIN_ROWS = """
+COUNT_QUERY = """
 def count_query(table, where, min_rows=100):
-    return int(where.sum())
+    selected = int(where.sum())
+    if {refuse}:
+        raise ValueError("query refused")
+    return {result}
 
 
 group_size = count_query(release, everyone) - count_query(
     release, not_friend
 )
-is_high = 1
+_high = release["Target"] == ">50K"
+is_high = {is_high}
+"""
+NO_MIN_ROWS = COUNT_QUERY.format(
+    refuse="False", result="selected", is_high="1"
+)
+REFUSES_AT_MIN_ROWS = COUNT_QUERY.format(
+    refuse="selected <= min_rows", result="selected", is_high="1"
+)
+# Right: a NumPy integer, another refusal test, and True for "1".
+COUNT_QUERY_RIGHT = COUNT_QUERY.format(
+    refuse="not selected >= min_rows",
+    result="np.int64(table[where.to_numpy()].shape[0])",
+    is_high="bool(count_query(release, _high)"
+    " - count_query(release, _high & not_friend))",
+)
+
+GENERALIZE = """
+share_dob_zip3 = {dob_zip3}
+share_year_zip = {year_zip}
+share_year_zip3 = {year_zip3}
+more_identifying = {more}
+"""
+BOOK_SHARES = {
+    "dob_zip3": "float(coarse_shares['DOB + ZIP3'])",
+    "year_zip": "float(coarse_shares['year + ZIP'])",
+    "year_zip3": "float(coarse_shares['year + ZIP3'])",
+    "more": "'DOB'",
+}
+FULL_DOB_ZIP = (
+    "float((anonymity_set_sizes(release, ['DOB', 'Zip']) == 1).mean())"
+)
+
+AUDIT = """
+_friend = ~not_friend
+_s = not_friend & ({split})
+_t = not_friend & ~({split})
+masks = {masks}
+three_query_age = {age}
 """
 
 
@@ -1066,21 +1107,265 @@ is_high = 1
             "it must refuse groups below min_rows with ValueError",
         ),
         (
+            "deid-ex-count-differencing",
+            REFUSES_AT_MIN_ROWS,
+            "it refuses only groups below min_rows",
+        ),
+        (
+            "deid-ex-count-differencing",
+            "is_high = 0\n",
+            "the count of high earners minus the count of high earners",
+        ),
+        (
             "deid-ex-sampling-risk",
             "n_for_95 = growth.index[growth['marketer'] >= 0.95][0]"
             " - len(VOTER_ROLL_QI)\n",
             "count every column, the voter roll's included",
         ),
         (
+            "deid-ex-sampling-risk",
+            "n_for_95 = int(growth.index[growth['prosecutor'] >= 0.95][0])\n",
+            "where the prosecutor's average risk reaches 95%",
+        ),
+        (
             "deid-ex-smallest-set",
             "best_set = ('DOB', 'Zip', 'Sex')\ncensus_search = None\n",
             "a set of 2 already makes at least 90% of the rows unique",
         ),
+        (
+            "deid-ex-smallest-set",
+            "best_set = ('Zip',)\ncensus_search = None\n",
+            "Zip makes only 19.1% of the rows unique, not 90%",
+        ),
+        (
+            "deid-ex-smallest-set",
+            "census_search = (('Age', 'Sex'), 0.5)\n",
+            "no set of census quasi-identifiers reaches 90%",
+        ),
+        (
+            "deid-ex-generalise",
+            GENERALIZE.format(**{**BOOK_SHARES, "dob_zip3": FULL_DOB_ZIP}),
+            "that is the share on the full DOB + ZIP: coarsen first",
+        ),
+        (
+            "deid-ex-generalise",
+            GENERALIZE.format(
+                **{**BOOK_SHARES, "year_zip": BOOK_SHARES["dob_zip3"]}
+            ),
+            "that is the share on date of birth + 3-digit ZIP",
+        ),
+        (
+            "deid-ex-generalise",
+            GENERALIZE.format(**{**BOOK_SHARES, "more": "'Zip'"}),
+            "the date carries more of the power",
+        ),
+        (
+            "deid-ex-auditing",
+            AUDIT.format(
+                split="release['Sex'] == 'Female'",
+                masks="(_s, _t, _s | _t)",
+                age="0",
+            ),
+            "no combination of your three sums counts Ambrose once",
+        ),
+        (
+            "deid-ex-auditing",
+            AUDIT.format(
+                split="release['Sex'] == 'Female'",
+                masks="(_s | _friend, _t, _s)",
+                age="0",
+            ),
+            "queries 1 and 3 differ by 1 rows",
+        ),
+        (
+            "deid-ex-auditing",
+            AUDIT.format(
+                split="release['Sex'] == 'Female'",
+                masks="(_s | _friend, _t, _s | _t)",
+                age="35",
+            ),
+            "your age is 35, but that is not Ambrose's age",
+        ),
     ],
-    ids=["no-refusal", "columns-added-only", "not-smallest"],
+    ids=[
+        "no-refusal",
+        "refuses-at-min-rows",
+        "is-high-wrong",
+        "columns-added-only",
+        "prosecutor-not-marketer",
+        "not-smallest",
+        "one-column-short-of-90",
+        "census-set-claimed",
+        "share-before-coarsening",
+        "shares-swapped",
+        "zip-called-more-identifying",
+        "masks-do-not-isolate-ambrose",
+        "pair-too-close",
+        "wrong-age",
+    ],
 )
 def test_a_typical_wrong_answer_fails_with_its_reason(
     tb, label, code, expected
 ):
     message = assignments.wrong_answer_message(tb, STEM, label, code)
     assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "deid-ex-count-differencing",
+            NO_MIN_ROWS,
+            "it must refuse groups below min_rows with ValueError",
+        ),
+        (
+            "deid-ex-count-differencing",
+            "is_high = 2\n",
+            "is_high is 1 if Ambrose earns more than $50,000, else 0",
+        ),
+        (
+            "deid-ex-sampling-risk",
+            "n_for_95 = 4\n",
+            "count every column, the voter roll's included, and read the "
+            "marketer's risk",
+        ),
+        (
+            "deid-ex-sampling-risk",
+            "n_for_95 = 13\n",
+            "there are 12 quasi-identifiers in all",
+        ),
+        (
+            "deid-ex-smallest-set",
+            "best_set = ('DOB', 'Zip', 'Sex')\ncensus_search = None\n",
+            "a smaller set inside yours, already makes",
+        ),
+        (
+            "deid-ex-smallest-set",
+            "best_set = ('Zip',)\ncensus_search = None\n",
+            "Zip makes only 19.1% of the rows unique, not 90%",
+        ),
+        (
+            "deid-ex-smallest-set",
+            "census_search = (('Age', 'Sex'), 0.5)\n",
+            "census_search is None if no set",
+        ),
+        (
+            "deid-ex-generalise",
+            GENERALIZE.format(**{**BOOK_SHARES, "year_zip3": "0.99"}),
+            "cannot make more rows unique than either",
+        ),
+        (
+            "deid-ex-generalise",
+            GENERALIZE.format(**{**BOOK_SHARES, "more": "'Zip'"}),
+            "by your own shares, keeping the full DOB leaves more rows",
+        ),
+        (
+            "deid-ex-auditing",
+            AUDIT.format(
+                split="release['Sex'] == 'Female'",
+                masks="(_friend, _t, _s | _t)",
+                age="0",
+            ),
+            "query 1 covers 1 rows: the office refuses fewer than 100",
+        ),
+        (
+            "deid-ex-auditing",
+            AUDIT.format(
+                split="release['Sex'] == 'Female'",
+                masks="(_s | _friend, _t, _s)",
+                age="0",
+            ),
+            "queries 1 and 3 differ by 1 rows: the new rule refuses",
+        ),
+    ],
+    ids=[
+        "no-refusal",
+        "is-high-not-0-or-1",
+        "columns-added-only",
+        "more-columns-than-there-are",
+        "not-smallest",
+        "one-column-short-of-90",
+        "census-set-claimed",
+        "coarser-pair-more-unique",
+        "zip-called-more-identifying",
+        "query-too-small",
+        "pair-too-close",
+    ],
+)
+def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
+    message = assignments.public_message(tb, STEM, label, code)
+    assert message and expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        (
+            "deid-ex-smallest-set",
+            "best_set = ['Zip', 'DOB']\ncensus_search = None\n",
+        ),
+        ("deid-ex-count-differencing", COUNT_QUERY_RIGHT),
+        (
+            "deid-ex-generalise",
+            GENERALIZE.format(
+                dob_zip3="round(float(coarse_shares['DOB + ZIP3']), 3)",
+                year_zip="np.float32(coarse_shares['year + ZIP'])",
+                year_zip3="round(float(coarse_shares['year + ZIP3']), 3)",
+                more="np.str_('DOB')",
+            ),
+        ),
+        ("deid-ex-sampling-risk", "n_for_95 = np.int64(8)\n"),
+        ("deid-ex-sampling-risk", "n_for_95 = 8.0\n"),
+        (
+            "deid-ex-auditing",
+            AUDIT.format(
+                split="release['Age'] >= 40",
+                masks="[np.asarray(_s | _friend), _t.to_numpy(), _s | _t]",
+                age="np.float64(sum_query(release, 'Age', _s | _friend)"
+                " + sum_query(release, 'Age', _t)"
+                " - sum_query(release, 'Age', _s | _t))",
+            ),
+        ),
+    ],
+    ids=[
+        "list-in-another-order",
+        "numpy-count-and-true-for-1",
+        "shares-to-3-figures-float32-numpy-str",
+        "numpy-int",
+        "float",
+        "arrays-another-split-float-age",
+    ],
+)
+def test_a_right_answer_in_another_form_gets_full_marks(tb, label, code):
+    found = assignments.exercise(STEM, label)
+    assert assignments.failure(tb, found, code) is None
+
+
+def test_prose_spells_with_ize():
+    """The book spells with -ize (docs/STYLE.md): the GDPR paragraph said
+    "pseudonymisation", "pseudonymised" and "organisational"."""
+    import re
+
+    import nbformat
+
+    from conftest import CHAPTERS_DIR
+
+    cells = nbformat.read(
+        CHAPTERS_DIR / "deidentification.ipynb", as_version=4
+    ).cells
+    prose = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    # Labels are identifiers (instructors.md links to them), not prose.
+    prose = re.sub(r"(:label: |\{solution-start\} )\S+", "", prose)
+    british = re.findall(
+        r"\b(?:\w*is(?:ation|ational|ed|es|ing)|analys(?:e|ed|es|ing)"
+        r"|\w*(?:pseudonym|organ|real|general|minim|optim|normal)ise)\b",
+        prose,
+        flags=re.IGNORECASE,
+    )
+    words = {w.lower() for w in british} - {"raised", "raises", "raising"}
+    words = {w for w in words if not w.startswith(("promis", "exercis"))}
+    words -= {"otherwise", "premises", "precised"}
+    assert not words, words
+    assert "**pseudonymization**" in prose
+    assert "technical and organizational measures" in prose

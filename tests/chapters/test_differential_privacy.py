@@ -2,7 +2,6 @@
 
 import csv
 import re
-import textwrap
 
 import assignments
 import nbformat
@@ -620,62 +619,495 @@ def test_stored_dial_is_vega_lite_5_with_a_labelled_slider():
 
 # --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
 
+STEM = "differential-privacy"
+
 
 def test_the_book_s_solutions_get_full_marks(tb):
-    assignments.assert_full_marks(tb, "differential-privacy")
+    assignments.assert_full_marks(tb, STEM)
 
 
 def test_the_untouched_student_notebook_scores_zero(tb):
-    assignments.assert_stubs_score_zero(tb, "differential-privacy")
+    assignments.assert_stubs_score_zero(tb, STEM)
 
 
-WRONG_CLIPPING = {
-    "no clip": (
-        """
-        def dp_clipped_sum(values, clip, epsilon, rng):
-            total = float(np.sum(values))
-            return laplace_mechanism(total, clip, epsilon, rng)
-        """,
-        "clip every value to [0, clip]",
-    ),
-    "sensitivity doubled": (
-        """
-        def dp_clipped_sum(values, clip, epsilon, rng):
-            total = float(np.clip(values, 0, clip).sum())
-            return laplace_mechanism(total, 2 * clip, epsilon, rng)
-        """,
-        "by at most 100, so at epsilon 0.5 the Laplace scale is",
-    ),
+SCALE_RIGHT = (
+    "epsilon_count = {count}\nepsilon_sum = {total}\n"
+    "more_private = {more}\nnoise_std = {std}\n"
+)
+
+# A simulation of the Freya attack with noise on the first histogram
+# only, and one with noise on both (the right one), with their own seed.
+FREYA = """
+_gen = np.random.default_rng({seed})
+_gap = (everyone - without).to_numpy(float)
+_shape = ({trials}, len(problems))
+_noisy = _gap + _gen.laplace(0, 1, _shape){second}
+n_freya_trials = {trials}
+freya_success = float(
+    np.mean(np.array(problems)[_noisy.argmax(axis=1)] == freya_problem)
+)
+freya_blind = {blind}
+"""
+FREYA_ONE_HISTOGRAM = FREYA.format(
+    seed=11, trials=10_000, second="", blind="1 / len(problems)"
+)
+FREYA_RIGHT = FREYA.format(
+    seed=12,
+    trials=20_000,
+    second=" - _gen.laplace(0, 1, _shape)",
+    blind="np.float32(0.2)",
+)
+
+NO_CLIP = """
+def dp_clipped_sum(values, clip, epsilon, rng):
+    values = clamp_values(values, 0, 1e300)
+    return laplace_mechanism(float(values.sum()), clip, epsilon, rng)
+"""
+DOUBLED = """
+def dp_clipped_sum(values, clip, epsilon, rng):
+    total = float(clamp_values(values, 0, clip).sum())
+    return laplace_mechanism(total, 2 * clip, epsilon, rng)
+"""
+RAISES_ON_NAN = """
+def dp_clipped_sum(values, clip, epsilon, rng):
+    total = float(np.clip(np.asarray(values, dtype=float), 0, clip).sum())
+    return laplace_mechanism(total, clip, epsilon, rng)
+"""
+NAN_AS_CLIP = """
+def dp_clipped_sum(values, clip, epsilon, rng):
+    values = pd.to_numeric(pd.Series(list(values), dtype=object), errors="coerce")
+    total = float(values.fillna(clip).clip(0, clip).sum())
+    return laplace_mechanism(total, clip, epsilon, rng)
+"""
+NO_NOISE_ON_EMPTY = """
+def dp_clipped_sum(values, clip, epsilon, rng):
+    clamped = clamp_values(values, 0, clip)
+    if len(clamped) == 0:
+        return 0.0
+    return laplace_mechanism(float(clamped.sum()), clip, epsilon, rng)
+"""
+DROPS_MISSING = """
+def dp_clipped_sum(values, clip, epsilon, rng):
+    values = pd.to_numeric(
+        pd.Series(np.asarray(values, dtype=object)), errors="coerce"
+    )
+    total = float(values.clip(0, clip).sum())
+    return laplace_mechanism(total, clip, epsilon, rng)
+"""
+# Right: its own Laplace draw, a float32 result and a warning on stderr.
+OWN_DRAW_WITH_WARNING = """
+import sys as _sys
+
+
+def dp_clipped_sum(values, clip, epsilon, rng):
+    print("warning: numpy's Laplace sampler is for learning", file=_sys.stderr)
+    total = clamp_values(values, 0, clip).sum()
+    return np.float32(total + rng.laplace(0.0, clip / epsilon))
+"""
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "dp-ex-scale",
+            SCALE_RIGHT.format(
+                count=20, total=0.2, more='"count"', std="np.sqrt(2) * 20"
+            ),
+            "20 is the noise scale b; epsilon is its inverse here",
+        ),
+        (
+            "dp-ex-scale",
+            SCALE_RIGHT.format(
+                count=0.05, total=0.05, more='"count"', std="np.sqrt(2) * 20"
+            ),
+            "the count's epsilon: the same noise, a larger sensitivity",
+        ),
+        (
+            "dp-ex-scale",
+            SCALE_RIGHT.format(count=0.05, total=5, more='"count"', std=20),
+            "b itself is the scale, not the standard deviation",
+        ),
+        (
+            "dp-ex-scale",
+            SCALE_RIGHT.format(
+                count=0.05, total=5, more='"sum"', std="np.sqrt(2) * 20"
+            ),
+            "the release with the smaller epsilon is the more private one",
+        ),
+        (
+            "dp-ex-freya",
+            FREYA_ONE_HISTOGRAM.replace("1 / len(problems)", "0.2"),
+            "noise on one histogram only",
+        ),
+        (
+            "dp-ex-freya",
+            "freya_success = 1.0\n",
+            "lands this far off less than once in 10,000",
+        ),
+        (
+            "dp-ex-freya",
+            "freya_blind = 1 / len(health)\n",
+            "a guess among the 5 problems is right 1 in 5",
+        ),
+        (
+            "dp-ex-freya",
+            "freya_problem = 'Heart disease'\n",
+            "differ only in her problem's count",
+        ),
+        (
+            "dp-ex-histogram",
+            "l1_removed = 1\nl1_replaced = 1\n",
+            "a removal plus an addition",
+        ),
+        ("dp-ex-clipping", NO_CLIP, "clip every value to [0, clip]"),
+        (
+            "dp-ex-clipping",
+            DOUBLED,
+            "by at most clip, so at epsilon",
+        ),
+        (
+            "dp-ex-clipping",
+            RAISES_ON_NAN,
+            "by the book's data rule a record never makes a mechanism raise",
+        ),
+        (
+            "dp-ex-clipping",
+            NAN_AS_CLIP,
+            "a missing value becomes 0, the lower end, and adds nothing",
+        ),
+        (
+            "dp-ex-clipping",
+            NO_NOISE_ON_EMPTY,
+            "an empty table is ordinary data, a sum of 0 with noise",
+        ),
+        (
+            "dp-ex-wrong-scale",
+            "true_epsilon = 1 / np.sqrt(2)\n",
+            "less noise means a larger epsilon",
+        ),
+        (
+            "dp-ex-wrong-scale",
+            "true_epsilon = 2.0\n",
+            "the Laplace mechanism satisfies epsilon = sensitivity / b",
+        ),
+    ],
+    ids=[
+        "scale-read-as-epsilon",
+        "sum-priced-as-count",
+        "scale-read-as-std",
+        "larger-epsilon-called-private",
+        "freya-noise-on-one-histogram",
+        "freya-no-noise",
+        "freya-blind-among-patients",
+        "freya-wrong-problem",
+        "replacement-as-removal",
+        "clip-missing",
+        "sensitivity-doubled",
+        "raises-on-nan",
+        "nan-counted-as-clip",
+        "empty-without-noise",
+        "inverted-scale",
+        "variance-reading",
+    ],
+)
+def test_a_typical_wrong_answer_fails_with_its_reason(
+    tb, label, code, expected
+):
+    message = assignments.wrong_answer_message(tb, STEM, label, code)
+    assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "dp-ex-scale",
+            SCALE_RIGHT.format(
+                count=20, total=5, more='"count"', std="np.sqrt(2) * 20"
+            ),
+            "20 is the noise scale b",
+        ),
+        (
+            "dp-ex-scale",
+            SCALE_RIGHT.format(
+                count=0.05, total=0.05, more='"count"', std=28.3
+            ),
+            "your two epsilons are equal",
+        ),
+        (
+            "dp-ex-scale",
+            SCALE_RIGHT.format(count=0.05, total=5, more='"count"', std=20),
+            "not its standard deviation",
+        ),
+        (
+            "dp-ex-scale",
+            SCALE_RIGHT.format(count=0.05, total=5, more='"sum"', std=28.3),
+            "the release with the smaller epsilon is the more private one",
+        ),
+        (
+            "dp-ex-freya",
+            "freya_blind = 1 / len(health)\n",
+            "not one of the patients",
+        ),
+        (
+            "dp-ex-freya",
+            "freya_success = 1.0\n",
+            "the hospital adds Laplace noise to every count",
+        ),
+        (
+            "dp-ex-histogram",
+            "l1_removed = 1\nl1_replaced = 1\n",
+            "a replacement is not a removal",
+        ),
+        ("dp-ex-clipping", NO_CLIP, "clip every value to [0, clip]"),
+        ("dp-ex-clipping", DOUBLED, "Laplace noise of scale clip / epsilon"),
+        (
+            "dp-ex-clipping",
+            RAISES_ON_NAN,
+            "a record never makes a mechanism raise",
+        ),
+        (
+            "dp-ex-clipping",
+            NAN_AS_CLIP,
+            "a missing or non-numeric value becomes 0",
+        ),
+        (
+            "dp-ex-wrong-scale",
+            "true_epsilon = 1 / np.sqrt(2)\n",
+            "less noise means a larger epsilon",
+        ),
+        (
+            "dp-ex-wrong-scale",
+            "true_epsilon = 1.0\n",
+            "the promise of epsilon = 1 does not hold",
+        ),
+    ],
+    ids=[
+        "scale-read-as-epsilon",
+        "sum-priced-as-count",
+        "scale-read-as-std",
+        "larger-epsilon-called-private",
+        "freya-blind-among-patients",
+        "freya-no-noise",
+        "replacement-as-removal",
+        "clip-missing",
+        "sensitivity-doubled",
+        "raises-on-nan",
+        "nan-counted-as-clip",
+        "inverted-scale",
+        "promise-kept",
+    ],
+)
+def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
+    message = assignments.public_message(tb, STEM, label, code)
+    assert message and expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        (
+            "dp-ex-scale",
+            SCALE_RIGHT.format(
+                count="np.float32(0.05)",
+                total="np.int64(5)",
+                more='np.str_("count")',
+                std=28.3,
+            ),
+        ),
+        ("dp-ex-freya", FREYA_RIGHT),
+        (
+            "dp-ex-histogram",
+            "l1_removed = np.int64(1)\nl1_replaced = 2.0\n",
+        ),
+        ("dp-ex-clipping", DROPS_MISSING),
+        ("dp-ex-clipping", OWN_DRAW_WITH_WARNING),
+        ("dp-ex-wrong-scale", "true_epsilon = 1.41\n"),
+        ("dp-ex-wrong-scale", "true_epsilon = np.float32(np.sqrt(2))\n"),
+    ],
+    ids=[
+        "numpy-scalars-and-3-figures",
+        "freya-another-seed-and-more-trials",
+        "numpy-int-and-float",
+        "clipped-sum-dropping-missing-values",
+        "clipped-sum-own-draw-float32-and-warning",
+        "wrong-scale-3-figures",
+        "wrong-scale-float32",
+    ],
+)
+def test_a_right_answer_in_another_form_gets_full_marks(tb, label, code):
+    """Accept every correct answer: NumPy scalars, 3 significant figures,
+    another seed, another correct function (over [0, clip], dropping a
+    missing value is the same as counting it as 0, the lower end)."""
+    found = assignments.exercise(STEM, label)
+    assert assignments.failure(tb, found, code) is None
+
+
+# --- the book's data rule (issue 42, item 2): stated here, once -------------
+
+# The shared helper, byte for byte as the book fixes it (CONTRIBUTING.md,
+# "One contract per shared function").
+BOOK_CLAMP_VALUES = '''def clamp_values(values, lower, upper):
+    """The values a mechanism acts on, by the book's data rule.
+
+    Missing or non-numeric values become `lower`, then every value is
+    clamped to [lower, upper]. Data never raises here (an error that one
+    record can cause is itself a release); only the bounds are checked.
+    """
+    if not (np.isfinite(lower) and np.isfinite(upper) and lower <= upper):
+        raise ValueError(
+            f"bounds must be finite with lower <= upper, got {lower}, {upper}"
+        )
+    values = np.asarray(values)
+    if values.dtype.kind not in "biuf":
+        values = pd.to_numeric(
+            pd.Series(values.ravel(), dtype=object), errors="coerce"
+        ).to_numpy(dtype=float, na_value=np.nan)
+    values = np.asarray(values, dtype=float).ravel()
+    return np.clip(np.where(np.isnan(values), lower, values), lower, upper)'''
+
+
+def test_data_rule_is_stated_once_before_the_exercises():
+    """The rule has one home, labelled for {ref}, in the main text (not in
+    a solution), where the mechanism's contract is taught; it says why:
+    an error one record can trigger is itself a release."""
+    cells = chapter_cells()
+    homes = [
+        i
+        for i, c in enumerate(cells)
+        if c.cell_type == "markdown" and "(data-rule)=" in c.source
+    ]
+    assert len(homes) == 1
+    (home,) = homes
+    exercises = next(
+        i for i, c in enumerate(cells) if "## Exercises" in c.source
+    )
+    mechanism = next(
+        i
+        for i, c in enumerate(cells)
+        if c.source.startswith("def laplace_mechanism(")
+    )
+    assert mechanism < home < exercises
+    rule = " ".join(cells[home].source.split())
+    assert "D = \\{x\\}" in rule and "D' = \\{\\}" in rule
+    for words in [
+        "clamped to the nearer end",
+        "becomes the lower end of the declared range",
+        "belongs to no group",
+        "An empty table is ordinary data",
+        "Only arguments raise",
+    ]:
+        assert words in rule, words
+    # Referred to, not restated, where it is applied.
+    text = markdown_text()
+    assert text.count("{ref}`data-rule`") >= 1
+    assert text.count("**data rule**") == 1
+
+
+def test_clamp_values_is_the_books_helper_byte_for_byte():
+    cells = chapter_cells()
+    (index,) = [
+        i
+        for i, c in enumerate(cells)
+        if c.cell_type == "code" and "def clamp_values(" in c.source
+    ]
+    assert cells[index].source == BOOK_CLAMP_VALUES
+    # Defined right before its first user, in the main text.
+    first_user = next(
+        i
+        for i, c in enumerate(cells)
+        if i != index and "clamp_values(" in c.source and c.cell_type == "code"
+    )
+    assert first_user == index + 1
+    assert "solution" not in cells[index].metadata.get("tags", [])
+
+
+def test_clamp_values_applies_rules_one_and_two(tb):
+    clamp = tb["clamp_values"]
+    import pandas as pd
+
+    np.testing.assert_array_equal(
+        clamp([250, -3, np.nan, "n/a", 42, None], 0, 100),
+        [100, 0, 0, 0, 42, 0],
+    )
+    np.testing.assert_array_equal(
+        clamp(pd.array([True, pd.NA], dtype="boolean"), 0, 1), [1, 0]
+    )
+    np.testing.assert_array_equal(
+        clamp(pd.Series([1.0, np.nan]), 0, 5),
+        clamp(np.array([1, np.nan]), 0, 5),
+    )
+    assert clamp([], 0, 1).shape == (0,)
+    np.testing.assert_array_equal(clamp([np.inf, -np.inf], -2, 3), [3, -2])
+
+
+@pytest.mark.parametrize(
+    "bounds", ["0, float('inf')", "float('nan'), 1", "2, 1", "-np.inf, 0"]
+)
+def test_clamp_values_refuses_bad_bounds(tb, bounds):
+    message = value_error_message(tb, f"clamp_values([1.0], {bounds})")
+    assert "bounds" in message
+
+
+DATA_RULE_CASES = {
+    "empty": "np.array([])",
+    "empty list": "[]",
+    "NaN record": "np.array([3.0, np.nan])",
+    "None record": "[3.0, None]",
+    "non-numeric record": "pd.Series([3.0, 'n/a'], dtype=object)",
+    "pandas NA": "pd.array([3, pd.NA], dtype='Int64')",
+    "out of range": "np.array([3.0, 1e12])",
+    "negative": "np.array([3.0, -1e12])",
 }
 
 
-@pytest.mark.parametrize("mistake", sorted(WRONG_CLIPPING))
-def test_a_wrong_clipped_sum_fails_with_its_reason(tb, mistake):
-    code, expected = WRONG_CLIPPING[mistake]
-    message = assignments.wrong_answer_message(
-        tb,
-        "differential-privacy",
-        "dp-ex-clipping",
-        textwrap.dedent(code),
+@pytest.mark.parametrize("case", sorted(DATA_RULE_CASES))
+def test_clipped_sum_follows_the_data_rule(tb, case):
+    """No record makes dp_clipped_sum raise (it raised on a NaN in a NumPy
+    array); a missing or non-numeric record adds nothing; an out-of-range
+    one is clamped; an empty table sums to 0; noise is added as usual."""
+    data = DATA_RULE_CASES[case]
+    release = tb.value(
+        f"float(dp_clipped_sum({data}, 10.0, 1.0, np.random.default_rng(4)))"
     )
-    assert expected in message
-
-
-def test_the_wrong_neighbour_relation_fails_with_its_reason(tb):
-    message = assignments.wrong_answer_message(
-        tb,
-        "differential-privacy",
-        "dp-ex-histogram",
-        "l1_removed = 1\nl1_replaced = 1\n",
+    assert np.isfinite(release)
+    expected_sum = {"empty": 0.0, "empty list": 0.0, "out of range": 13.0}
+    exact = expected_sum.get(case, 3.0)
+    same_noise = tb.value(
+        "float(laplace_mechanism(0.0, 10.0, 1.0, np.random.default_rng(4)))"
     )
-    assert "a removal plus an addition" in message
+    assert release == pytest.approx(exact + same_noise, abs=1e-9)
 
 
-def test_the_inverted_scale_fails_with_its_reason(tb):
-    message = assignments.wrong_answer_message(
-        tb,
-        "differential-privacy",
-        "dp-ex-wrong-scale",
-        "true_epsilon = 1 / np.sqrt(2)\n",
-    )
-    assert "less noise means a larger epsilon" in message
+def test_clipped_sum_is_one_function_for_arrays_and_series(tb):
+    """The review found a pandas Series dropping a NaN silently while a
+    NumPy array raised: two behaviours for one function."""
+    tb.inject("""
+mixed = [1.0, np.nan, 250.0, -7.0]
+rule_as_array = dp_clipped_sum(np.array(mixed), 100.0, 1.0, np.random.default_rng(9))
+rule_as_series = dp_clipped_sum(pd.Series(mixed), 100.0, 1.0, np.random.default_rng(9))
+rule_as_list = dp_clipped_sum(mixed, 100.0, 1.0, np.random.default_rng(9))
+""")
+    assert tb.value("rule_as_array") == tb.value("rule_as_series")
+    assert tb.value("rule_as_array") == tb.value("rule_as_list")
+
+
+def test_clipped_sum_noise_has_scale_clip_over_epsilon(tb):
+    """4,000 releases of a fixed table (clip 50, epsilon 0.5: scale 100);
+    a KS test must not reject the right Laplace law at 1e-4, and rejects
+    the law of a mechanism that uses clip / 2 or 2 clip."""
+    tb.inject("""
+scale_rng = np.random.default_rng(77)
+scale_draws = np.array([
+    dp_clipped_sum(np.array([10.0, 80.0, np.nan, -4.0]), 50.0, 0.5, scale_rng)
+    for _ in range(4_000)
+])
+""")
+    from scipy import stats
+
+    draws = tb["scale_draws"]
+    assert stats.kstest(draws, stats.laplace(60.0, 100.0).cdf).pvalue > 1e-4
+    for wrong in (50.0, 200.0):
+        law = stats.laplace(60.0, wrong).cdf
+        assert stats.kstest(draws, law).pvalue < 1e-6
