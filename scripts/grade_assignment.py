@@ -116,7 +116,9 @@ def _chapter_name(path: Path) -> str:
 # a conversation).
 SUSPICIOUS = {
     "get_ipython": "uses get_ipython()",
-    "transform": "changes how cells are transformed",
+    "transform_cell": "changes how cells are transformed",
+    "input_transformers": "changes how cells are transformed",
+    "ast_transformers": "changes how cells are transformed",
     "events.register": "registers an IPython event hook",
     "displayhook": "touches the display hook",
     "settrace": "sets a trace function",

@@ -72,9 +72,12 @@ def flag(value, name: str = "the answer") -> bool:
 
 
 def close(value, target, sig: int = SIGNIFICANT, atol: float = 0.0) -> bool:
-    """True if `value` equals `target` to `sig` significant figures: an
-    answer rounded to that many figures (or given more precisely) passes.
-    `atol` accepts an absolute error too (for targets at or near 0)."""
+    """True if `value` is within a relative 0.5 x 10^(1 - sig) of `target`
+    (0.5% for sig = 3): every answer rounded to `sig` significant figures
+    passes. For a target whose leading digit is large this accepts more
+    than rounding does (0.996 +- 0.005 at sig = 3), so an exercise that
+    must tell such values apart asks for more figures or an explicit
+    tolerance. `atol` accepts an absolute error too (targets near 0)."""
     value, target = float(value), float(target)
     if not (math.isfinite(value) and math.isfinite(target)):
         return value == target
