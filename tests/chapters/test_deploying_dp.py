@@ -2,6 +2,8 @@
 in its namespace, checked against independent computations."""
 
 import math
+import re
+from fractions import Fraction
 
 import assignments
 import numpy as np
@@ -55,12 +57,147 @@ def cks_delta_by_grid(rho, epsilon):
 # --- the deployments -------------------------------------------------------
 
 
-def test_census_rho_is_read_from_the_production_scale(tb):
-    assert tb["census_rho"] == pytest.approx((542 / 339) ** 2, rel=1e-15)
-    assert glued_value("deploying-dp", "dep_census_rho") == pytest.approx(
-        (542 / 339) ** 2
+STEM = "deploying-dp"
+
+
+def _markdown():
+    import nbformat  # noqa: PLC0415
+
+    from conftest import CHAPTERS_DIR  # noqa: PLC0415
+
+    notebook = nbformat.read(CHAPTERS_DIR / f"{STEM}.ipynb", as_version=4)
+    return "\n".join(
+        c.source for c in notebook.cells if c.cell_type == "markdown"
     )
+
+
+def test_census_rho_is_read_from_the_production_scale(tb):
+    """The chapter's rho comes from the scale it quotes, by the budget
+    module's rule rho = 1 / global_scale^2, and it reproduces what the
+    Bureau published for the persons file (rho 2.56; epsilon 17.14 at
+    delta 1e-10), so a wrong scale or a wrong rule fails here. The scale
+    (persons_global_scale = 339/542 in the DAS 2020 production code) is
+    glued into the prose, not typed."""
+    scale = tb["CENSUS_GLOBAL_SCALE"]
+    assert scale == Fraction(339, 542)
+    assert tb["census_rho"] == float(1 / scale**2)
+    assert glued_value(STEM, "dep_census_scale") == str(scale)
+    assert "{glue:text}`dep_census_scale`" in _markdown()
+    assert "$339/542$" not in _markdown()
+    rho = glued_value(STEM, "dep_census_rho")
+    assert rho == tb["census_rho"]
+    assert f"{rho:.2f}" == "2.56"
+    assert f"{glued_value(STEM, 'dep_census_eps_cks'):.2f}" == "17.14"
     assert tb["CENSUS_DELTA"] == 1e-10
+
+
+def test_census_budget_read_as_a_distribution():
+    """Item 20: beside the worst-case reading, the loss of one Gaussian
+    release with rho = 2.556 is N(rho, 2 rho): N(2.56, 2.26^2), above 5
+    with probability 0.14 and above 10 with 5e-4; its exact curve needs
+    epsilon 16.47 at delta 1e-10, below the Canonne-Kamath-Steinke
+    17.14. Recomputed here with SciPy and an independent root finder."""
+    from scipy.optimize import brentq  # noqa: PLC0415
+
+    rho = (542 / 339) ** 2
+    sd = math.sqrt(2 * rho)
+    assert glued_value(STEM, "dep_census_loss_mean") == pytest.approx(rho)
+    assert glued_value(STEM, "dep_census_loss_sd") == pytest.approx(sd)
+    p5 = glued_value(STEM, "dep_census_p5")
+    p10 = glued_value(STEM, "dep_census_p10")
+    assert p5 == pytest.approx(stats.norm.sf((5 - rho) / sd), rel=1e-9)
+    assert p10 == pytest.approx(stats.norm.sf((10 - rho) / sd), rel=1e-9)
+    assert (f"{p5:.2f}", f"{p10:.1e}") == ("0.14", "5.0e-04")
+    assert glued_value(STEM, "dep_census_typical") == pytest.approx(
+        math.exp(rho)
+    )
+    exact = brentq(
+        lambda eps: gaussian_exact_delta(rho, eps) - 1e-10, 5, 30, xtol=1e-12
+    )
+    eps_gauss = glued_value(STEM, "dep_census_eps_gauss")
+    assert eps_gauss == pytest.approx(exact, rel=1e-8)
+    assert f"{eps_gauss:.2f}" == "16.47"
+    assert eps_gauss < glued_value(STEM, "dep_census_eps_cks")
+    flat = " ".join(_markdown().split())
+    # The worst-case reading stays, and the distribution sits beside it.
+    assert "as if $\\delta$ were 0" in flat
+    for name in ("dep_census_p5", "dep_census_p10", "dep_census_eps_gauss"):
+        assert f"{{glue:text}}`{name}" in flat
+
+
+def test_census_distribution_is_computed_in_the_chapter(tb):
+    """The same reading, in the chapter's namespace: the loss law and the
+    exact Gaussian epsilon (gaussian_rho_epsilon, checked at other rho
+    and delta against the exact delta of the Gaussian curve)."""
+    rho = tb["census_rho"]
+    loss = tb["census_loss"]
+    assert loss.mean() == pytest.approx(rho)
+    assert loss.std() == pytest.approx(math.sqrt(2 * rho))
+    assert gaussian_exact_delta(rho, tb["census_eps_gauss"]) == (
+        pytest.approx(1e-10, rel=1e-6)
+    )
+    for rho, delta in [(0.1, 1e-5), (1.0, 1e-8), (10.0, 1e-12)]:
+        eps = tb["gaussian_rho_epsilon"](rho, delta)
+        assert gaussian_exact_delta(rho, eps) == pytest.approx(delta, rel=1e-6)
+        assert eps < tb["cks_epsilon"](rho, delta)
+
+
+def test_google_epsilons_are_the_published_ones(tb):
+    """Bavadekar et al. 2020: symptoms, epsilon = 1.68 per user-day (pure
+    DP); 2021: vaccination searches, (2.19, 1e-5) per user-day."""
+    assert tb["GOOGLE_SYMPTOMS_EPSILON"] == 1.68
+    assert tb["GOOGLE_VACCINATION_EPSILON"] == 2.19
+    assert glued_value(STEM, "dep_eps_symptoms") == 1.68
+    assert glued_value(STEM, "dep_eps_vaccination") == 2.19
+    table = tb["deployments"].set_index("release")
+    symptoms = table.loc["COVID-19 symptom searches"]
+    vaccination = table.loc["COVID-19 vaccination searches"]
+    assert (symptoms["epsilon"], symptoms["delta"]) == (1.68, 0.0)
+    assert (vaccination["epsilon"], vaccination["delta"]) == (2.19, 1e-5)
+    assert symptoms["period"] == vaccination["period"] == "per day"
+    assert glued_value(STEM, "dep_eps_symptoms_30") == pytest.approx(50.4)
+
+
+def test_deployments_posterior_and_odds_columns(tb):
+    """Each known epsilon read from a 10% prior: posterior odds are the
+    prior odds (1/9) times e^epsilon; thirty days only for daily units."""
+    table = tb["deployments"]
+    known = table["epsilon"].notna()
+    assert known.sum() == 3
+    for _, row in table[known].iterrows():
+        odds = (0.1 / 0.9) * math.exp(row["epsilon"])
+        assert row["posterior, one unit"] == pytest.approx(
+            odds / (1 + odds), rel=1e-12
+        )
+        assert row["odds factor, one unit"] == pytest.approx(
+            math.exp(row["epsilon"])
+        )
+        if row["period"] == "per day":
+            assert row["odds factor, 30 days"] == pytest.approx(
+                math.exp(30 * row["epsilon"])
+            )
+        else:
+            assert math.isnan(row["odds factor, 30 days"])
+    assert glued_value(STEM, "dep_post_symptoms") == pytest.approx(
+        1 / (1 + 9 * math.exp(-1.68))
+    )
+    assert glued_value(STEM, "dep_census_doubt") == pytest.approx(
+        1 - 1 / (1 + 9 * math.exp(-tb["census_eps_cks"])), rel=1e-9
+    )
+
+
+def test_apple_is_read_with_its_unit_and_period_but_no_number(tb):
+    """Item 22: Apple published no single epsilon, so the text may not say
+    every designer published all three facts; its period is the day over
+    which its capped donations add up (the total Tang et al. measured)."""
+    apple = tb["deployments"].set_index("who").loc["Apple"]
+    assert math.isnan(apple["epsilon"])
+    assert apple["period"] == "per day"
+    assert "day" in apple["unit"] and "donation" in apple["unit"]
+    flat = " ".join(_markdown().split())
+    assert "deployments whose designers published all three" not in flat
+    assert "Apple published its unit and period" in flat
+    assert "per-day total" in flat
 
 
 @pytest.mark.parametrize("rho", [0.05, 0.5, 2.5562255810513306, 10.0])
@@ -124,6 +261,21 @@ def test_accuracy_epsilon_meets_its_target_in_simulation(tb):
             np.abs(discrete_laplace_sample(0.95 * epsilon, n, rng)) <= a
         )
         assert short < 1 - beta - 3 * se, (a, short)
+
+
+@pytest.mark.parametrize(
+    ("a", "beta"), [(0, 1e-30), (0, 0.999), (10**10, 0.05), (25, 5e-324)]
+)
+def test_accuracy_epsilon_at_extreme_targets(tb, a, beta):
+    """Targets far from the plan's still get the exact epsilon (before,
+    a fixed bracket [1e-9, 50] raised on each of these): the tail
+    ln Pr[|Z| > a] = ln 2 - (a + 1) epsilon - ln(1 + e^-epsilon) equals
+    ln beta; for a = 0 the closed form is ln((2 - beta) / beta)."""
+    eps = tb["epsilon_for_accuracy"](a, beta)
+    log_tail = math.log(2) - (a + 1) * eps - math.log1p(math.exp(-eps))
+    assert log_tail == pytest.approx(math.log(beta), rel=1e-12, abs=1e-12)
+    if a == 0:
+        assert eps == pytest.approx(math.log((2 - beta) / beta), rel=1e-12)
 
 
 def test_the_plan_uses_the_public_formula(tb):
@@ -199,6 +351,51 @@ def test_released_counts_are_near_the_truth(tb):
         assert abs(count - truth.get(level, 0)) <= margin, level
 
 
+def test_audit_bound_is_the_bonferroni_clopper_pearson_ratio(tb):
+    """With outputs fixed in advance the audit's bound is computable by
+    hand: two-sided Clopper-Pearson intervals at 1 - 0.05 / (2 n_bins)
+    each (Bonferroni over the 2 n_bins intervals), and the largest log
+    ratio of a lower bound on one input to an upper bound on the other."""
+    n_bins, trials = 4, 1000
+    counts = {"a": [400, 300, 200, 100], "b": [100, 200, 300, 400]}
+
+    def fixed(data, n_runs, rng):
+        assert n_runs == trials
+        return np.repeat(np.arange(n_bins) + 0.5, counts[data])
+
+    bound = tb["audit_epsilon"](
+        fixed, "a", "b", trials, n_bins, (0, n_bins), np.random.default_rng(0)
+    )
+    tail = 0.05 / (2 * n_bins) / 2
+
+    def low(k):
+        return stats.beta.ppf(tail, k, trials - k + 1)
+
+    def high(k):
+        return stats.beta.ppf(1 - tail, k + 1, trials - k)
+
+    want = max(
+        math.log(low(x) / high(y))
+        for ka, kb in zip(counts["a"], counts["b"], strict=True)
+        for x, y in ((ka, kb), (kb, ka))
+    )
+    assert bound == pytest.approx(want, rel=1e-9)
+
+
+def test_error_at_95_is_the_smallest_whole_a_meeting_the_target(tb):
+    """The figure's and the rare-diagnosis solution's 95% error: the
+    smallest whole a with Pr[|Z| > a] <= 5%, by summing the pmf here."""
+    for epsilon in [0.05, 0.1174, 0.3, 0.8253, 1.6507, 2.0]:
+        a = int(tb["error_at_95"](epsilon))
+
+        def tail(a, epsilon=epsilon):
+            return 2 * discrete_laplace_pmf(np.arange(a + 1, 40_000), epsilon)
+
+        assert tail(a).sum() <= 0.05, epsilon
+        if a > 0:
+            assert tail(a - 1).sum() > 0.05, epsilon
+
+
 def test_audit_passes_the_plan_and_catches_a_wrong_scale(tb):
     assert tb["audited"] <= tb["plan"].loc["education", "epsilon"]
     epsilon = tb["plan"].loc["education", "epsilon"]
@@ -220,14 +417,110 @@ def test_audit_passes_the_plan_and_catches_a_wrong_scale(tb):
 
 def test_privacy_card_states_the_plan(tb):
     card = tb["census_card"]
-    assert f"{tb['accountant'].spent:.4f}-DP in all" in card
+    spent = tb["accountant"].spent
+    assert f"({spent:.4f}, 0)-DP for its 3 tables together" in card
+    assert "in all" not in card
     assert "one person" in card
+    # What an attacker can learn: the value of a record under add/remove
+    # neighbours is two steps, so the 25% prior is read at 2 epsilon.
+    odds = (0.25 / 0.75) * math.exp(2 * spent)
+    (line,) = [x for x in card.splitlines() if "attacker can learn" in x]
+    (shown,) = re.findall(r"at most (\d+\.\d)%", line)
+    assert float(shown) == pytest.approx(100 * odds / (1 + odds), abs=0.05)
     # The audit line reports this run's audit, not a fixed sentence.
     passed = tb["audited"] <= tb["plan"].loc["education", "epsilon"]
     assert ("below the claimed epsilon" in card) == passed
     assert ("FAILED" in card) == (not passed)
     for name in tb["plan"].index:
         assert f"| {name} |" in card
+
+
+def test_privacy_card_states_delta_and_what_periods_add_up_to(tb):
+    """Item 19: a per-day guarantee is not a total. The card states its
+    delta (the vaccination data set's 1e-5), the period of the guarantee,
+    and, when asked, what k periods compose to; 'in all' is gone."""
+    card = tb["privacy_card"](
+        "vaccination search insights",
+        "one user's vaccination searches on one day",
+        "as in the published report",
+        {"daily counts": (2.19, "see the report")},
+        "per day; days compose",
+        "m",
+        "e",
+        "r",
+        "a",
+        delta=1e-5,
+        periods=(30, "30 days"),
+    )
+    assert "(2.1900, 1e-05)-DP for its one table, per day" in card
+    assert "**Over 30 days:** (65.7000, 0.0003)-DP" in card
+    assert "in all" not in card
+    assert "delta = 0" not in card
+    # The exercise's card for the symptoms data set states 50.4 over 30
+    # days, the number the chapter computes, not 1.68 "in all".
+    symptom = tb["symptom_card"]
+    assert "(1.6800, 0)-DP for its one table, per day" in symptom
+    assert "**Over 30 days:** (50.4000, 0)-DP" in symptom
+
+
+def test_hazards_table_marks_nist_and_the_book_and_has_the_lower_layers():
+    """Item 21: every row says whether NIST SP 800-226 (final, March 2025)
+    discusses it, and at which layer of its pyramid, or whether the book
+    adds it; the bottom layer (security and access control, trust model,
+    side channels, data-collection exposure) is in the table."""
+    text = _markdown()
+    start = text.index("## Hazards: a checklist")
+    section = text[start : text.index("## A release plan", start)]
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in section.splitlines()
+        if line.startswith("| ") and not line.startswith(("| hazard", "| ---"))
+    ]
+    assert rows and all(len(r) == 5 for r in rows)
+    sources = {r[0]: r[1] for r in rows}
+    layers = ("NIST, top", "NIST, middle", "NIST, bottom")
+    assert all(s.startswith(layers) or s == "book" for s in sources.values())
+    for hazard in (
+        "security and access control",
+        "trust model",
+        "timing and errors",
+        "data-collection exposure",
+    ):
+        assert sources[hazard].startswith("NIST, bottom"), hazard
+    assert sources["floating point"] == "NIST, bottom: side channels"
+    assert sources["predictable randomness"] == "book"
+    assert "pyramid" in section[: section.index("| hazard")]
+
+
+# --- the book's data rule: the count tables ---------------------------------
+
+
+def test_count_tables_follow_the_data_rule(tb):
+    """An empty table, a NaN, a None, a number and a category the
+    documentation does not list: the release returns its counts, no
+    record raises, and each odd record moves only the "other" cell by
+    one (so one person still changes one cell by one). At epsilon = 1e6
+    the discrete Laplace noise is 0 except with probability ~1e-434."""
+    levels = tb["EDUCATION_LEVELS"]
+    exact = tb["count_table_measurement"](levels, 1e6)
+    records = tb["category_records"]
+    assert list(exact(records([]))) == [0] * (len(levels) + 1)
+    odd = [float("nan"), None, 42, "Kindergarten"]
+    counts = exact(records(["Bachelors", *odd]))
+    assert counts[levels.index("Bachelors")] == 1
+    assert counts[-1] == len(odd)
+    assert sum(counts) == 1 + len(odd)
+    # Each odd record alone: the neighbour without it differs by one in
+    # the "other" cell only.
+    for value in odd:
+        with_it = exact(records(["Bachelors", value]))
+        without = exact(records(["Bachelors"]))
+        diff = [a - b for a, b in zip(with_it, without, strict=True)]
+        assert diff == [0] * len(levels) + [1], value
+    # The planned measurement itself runs on such records, noise and all.
+    noisy = tb["measurements"]["education"](records(odd))
+    assert len(noisy) == len(levels) + 1
+    assert all(isinstance(c, int) for c in noisy)
 
 
 # --- the dial --------------------------------------------------------------
@@ -327,6 +620,11 @@ def test_stored_dial_compiles_with_a_labelled_slider(tb):
         "cks_epsilon(1.0, 1.5)",
         "count_table_measurement(['a'], -1.0)",
         "privacy_card('t', 'u', 'n', {}, 'p', 'm', 'e', 'r', 'a')",
+        "privacy_card('t', 'u', 'n', {'x': (1.0, 'a')}, 'p', 'm', 'e', 'r',"
+        " 'a', delta=1.5)",
+        "count_table_measurement(['a', ''], 1.0)",
+        "gaussian_rho_epsilon(0.0, 1e-10)",
+        "gaussian_rho_epsilon(1.0, 0.0)",
     ],
 )
 def test_bad_input_raises_value_error(tb, expression):
@@ -334,8 +632,6 @@ def test_bad_input_raises_value_error(tb, expression):
 
 
 # --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
-
-STEM = "deploying-dp"
 
 
 def test_the_book_s_solutions_get_full_marks(tb):
@@ -372,7 +668,23 @@ def test_the_untouched_student_notebook_scores_zero(tb):
             "rare_presence_epsilon = presence_end\n"
             "rare_value_error = best['value'] // 2\n"
             "rare_presence_error = best['presence']\n",
-            "the discrete Laplace noise stays within",
+            "at that a, Pr[|Z| > a] is above 5%",
+        ),
+        (
+            # the smallest a with Pr[|Z| >= a] <= 5%: "within" read strictly
+            "dep-ex-rare",
+            "rare_value_epsilon = value_end\n"
+            "rare_presence_epsilon = presence_end\n"
+            "rare_value_error = best['value'] + 1\n"
+            "rare_presence_error = best['presence']\n",
+            "within +-a includes a itself",
+        ),
+        (
+            "dep-ex-rare",
+            "rare_value_epsilon = np.log(5) / 2\n"
+            "rare_presence_epsilon = np.log(5)\n"
+            "rare_value_error = 4\nrare_presence_error = 2\n",
+            "epsilon multiplies the odds, not the probability",
         ),
         (
             "dep-ex-simultaneous",
@@ -394,6 +706,8 @@ def test_the_untouched_student_notebook_scores_zero(tb):
         "swapped-conversions",
         "value-as-presence",
         "wrong-error",
+        "error-read-strictly",
+        "probability-for-odds",
         "union-bound",
         "cells-not-tables",
     ],
@@ -403,3 +717,100 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
 ):
     message = assignments.wrong_answer_message(tb, STEM, label, code)
     assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "dep-ex-census-delta",
+            "eps_at_delta = {\n"
+            "    d: (by_delta.loc[d, 'Canonne et al.'], by_delta.loc[d, 'book'])\n"
+            "    for d in deltas\n"
+            "}\n",
+            "are the two swapped?",
+        ),
+        (
+            "dep-ex-rare",
+            "rare_value_epsilon = presence_end\n"
+            "rare_presence_epsilon = presence_end\n"
+            "rare_value_error = 2\nrare_presence_error = 2\n",
+            "two add/remove steps, while presence is one",
+        ),
+        (
+            "dep-ex-rare",
+            "rare_value_epsilon = value_end\n"
+            "rare_presence_epsilon = presence_end\n"
+            "rare_value_error = 3\nrare_presence_error = 2\n",
+            "a count misses by more than 3 with probability 0.051",
+        ),
+        (
+            "dep-ex-simultaneous",
+            "eps_all_cells = epsilon_for_accuracy(25, 0.05 / 17)\n"
+            "all_within_share = all_within\n"
+            "n_simulated_tables = 50_000\n",
+            "is the union bound",
+        ),
+        (
+            "dep-ex-simultaneous",
+            "eps_all_cells = plan.loc['education', 'epsilon']\n"
+            "all_within_share = 0.95\n"
+            "n_simulated_tables = 50_000\n",
+            "not above the per-count budget",
+        ),
+    ],
+    ids=[
+        "swapped-conversions",
+        "value-as-presence",
+        "error-too-small",
+        "union-bound",
+        "per-count",
+    ],
+)
+def test_the_public_checks_name_a_common_mistake(tb, label, code, expected):
+    message = assignments.public_message(tb, STEM, label, code)
+    assert message is not None and expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        (
+            "dep-ex-census-delta",
+            "eps_at_delta = {1e-5: (13.4, np.float32(12.5)),\n"
+            "    1e-8: (16.3, 15.5), 1e-10: (17.9, 17.1),\n"
+            "    1e-15: (np.float64(21.3), 20.7)}\n",
+        ),
+        (
+            "dep-ex-rare",
+            "rare_value_epsilon = 0.825\n"
+            "rare_presence_epsilon = np.float32(1.65)\n"
+            "rare_value_error = np.int64(4)\nrare_presence_error = 2.0\n",
+        ),
+        (
+            "dep-ex-simultaneous",
+            "eps_all_cells = 0.2274\n"
+            "all_within_share = np.float32(all_within)\n"
+            "n_simulated_tables = np.int64(50_000)\n",
+        ),
+    ],
+    ids=["rounded", "rounded-and-numpy", "four-figures-and-numpy"],
+)
+def test_a_right_answer_in_another_form_passes(tb, label, code):
+    found = assignments.exercise(STEM, label)
+    assert assignments.failure(tb, found, code) is None
+
+
+def test_the_exercises_state_the_precision_and_reading_they_grade():
+    """The judge wants the smallest whole a with each count within +-a
+    (so Pr[|Z| > a] <= 5%), and epsilon for all 17 cells to four
+    significant figures (the union bound's epsilon differs from the right
+    one by 0.4%, within three figures): the texts say so."""
+    text = " ".join(_markdown().split())
+    rare = text[text.index(":label: dep-ex-rare") :]
+    rare = rare[: rare.index("solution-start")]
+    assert "the smallest whole $a$ such that each count is within" in rare
+    assert "with probability at least 95%" in rare
+    together = text[text.index(":label: dep-ex-simultaneous") :]
+    together = together[: together.index("solution-start")]
+    assert "(to four significant figures)" in together

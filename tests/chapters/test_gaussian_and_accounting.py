@@ -216,12 +216,169 @@ def test_census_release_sensitivities_and_gaussian_advantage(ch):
         "advanced_composition_epsilon(0.1, 10, 0)",
         "record_release_delta(1, 1.0)",
         "record_release_delta(100, 0)",
-        "release_one_record(adult.iloc[:0], np.random.default_rng(0))",
     ],
 )
 def test_bad_input_is_rejected(ch, call):
     with pytest.raises(ValueError):
         ch.value(call)
+
+
+# --- extreme arguments: a subnormal delta, a tiny epsilon, no float sigma ---
+
+
+def _exact_log_delta(sigma, epsilon, sensitivity=1.0):
+    """ln of Balle and Wang's exact delta (Theorem 8), in 80 digits."""
+    import mpmath as mp  # noqa: PLC0415 (dp-accounting's dependency)
+
+    with mp.workdps(80):
+        s, e, d = (mp.mpf(x) for x in (sigma, epsilon, sensitivity))
+        a, b = d / (2 * s), e * s / d
+        return mp.log(mp.ncdf(a - b) - mp.exp(e) * mp.ncdf(-a - b))
+
+
+def _log(x):
+    import mpmath as mp  # noqa: PLC0415
+
+    return mp.log(mp.mpf(x))
+
+
+@pytest.mark.parametrize(
+    "delta", [1e-10, 1e-100, 1e-300, 1e-310, 1e-315, 1e-320, 5e-324]
+)
+@pytest.mark.parametrize("epsilon", [1e-6, 0.01, 1.0, 10.0, 1000.0])
+def test_analytic_sigma_meets_even_the_smallest_float_delta(
+    ch, epsilon, delta
+):
+    """The stated tolerance: at the returned sigma the exact delta
+    (evaluated in 80-digit arithmetic) is the target to within a relative
+    1e-9, down to the smallest positive float and for a tiny epsilon,
+    and a sigma 1e-7 smaller no longer meets it. (Before, the sigma
+    missed a delta of 1e-315 by a factor 41 and one of 1e-320 by 4e6.)"""
+    for sensitivity in (1.0, 4.0):
+        sigma = ch["analytic_gaussian_sigma"](epsilon, delta, sensitivity)
+        got = _exact_log_delta(sigma, epsilon, sensitivity)
+        assert abs(float(got - _log(delta))) <= 1e-9, (sigma, got)
+        smaller = _exact_log_delta(sigma * (1 - 1e-7), epsilon, sensitivity)
+        assert smaller > _log(delta)
+
+
+def test_log_delta_is_exact_in_both_of_its_branches(ch):
+    """gaussian_log_delta against 80-digit arithmetic wherever delta is a
+    float, on a grid that covers its direct formula (a = 1/(2 sigma) not
+    small) and its Taylor series (a small): relative error below 1e-10."""
+    checked = 0
+    for sigma in [1e-3, 0.05, 0.5, 3.0, 40.0, 1e3, 1e6, 1e9]:
+        for epsilon in [1e-9, 1e-4, 0.01, 0.3, 1.0, 5.0, 50.0, 1e3]:
+            want = _exact_log_delta(sigma, epsilon)
+            if want < _log(5e-324):
+                assert ch["gaussian_log_delta"](sigma, epsilon, 1.0) < -744
+                continue
+            got = ch["gaussian_log_delta"](sigma, epsilon, 1.0)
+            assert abs(float(got - want)) <= 1e-10 * max(1, abs(want)), (
+                sigma,
+                epsilon,
+            )
+            checked += 1
+    assert checked >= 35
+
+
+@pytest.mark.parametrize("delta", [1e-5, 1e-100, 1e-300, 1e-320])
+@pytest.mark.parametrize("sigma", [0.01, 0.5, 3.0, 20.0])
+def test_gaussian_epsilon_meets_even_the_smallest_float_delta(
+    ch, sigma, delta
+):
+    """Down to the smallest float delta, and at sigma = 0.01, where the
+    epsilon is in the thousands (beyond a bracket that ends at 1e3)."""
+    epsilon = ch["gaussian_epsilon"](sigma, delta)
+    got = _exact_log_delta(sigma, epsilon)
+    assert abs(float(got - _log(delta))) <= 1e-9
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "analytic_gaussian_sigma(1e-320, 1e-5, 1.0)",  # subnormal epsilon
+        "analytic_gaussian_sigma(1e-300, 1e-5, 1e-320)",  # subnormal sigma
+        "analytic_gaussian_sigma(1e-300, 5e-324, 1e300)",  # sigma overflows
+        "classical_gaussian_sigma(1e-320, 1e-5, 1.0)",
+        "classical_gaussian_sigma(1.0, 1e-5, 1e-320)",
+        "gaussian_mechanism(0.0, 1.0, 1e-320, 1e-5, np.random.default_rng(0))",
+    ],
+)
+def test_no_float_sigma_is_a_clear_error(ch, call):
+    """Arguments whose sigma no float can hold get a ValueError that
+    says so, rather than an infinite sigma or one that misses delta."""
+    assert "float" in value_error_message(ch, call)
+
+
+def test_extreme_but_representable_arguments_get_exact_sigmas(ch):
+    # A subnormal epsilon with a large delta needs an ordinary sigma ...
+    sigma = ch["analytic_gaussian_sigma"](1e-320, 0.9, 1.0)
+    assert abs(float(_exact_log_delta(sigma, 1e-320) - _log(0.9))) < 1e-9
+    # ... a huge epsilon a tiny one, and the smallest float delta a
+    # classical sigma that is finite: sqrt(2 ln(1.25 / 5e-324)).
+    sigma = ch["analytic_gaussian_sigma"](1e300, 1e-5, 1.0)
+    assert sigma == pytest.approx(1 / np.sqrt(2e300), rel=1e-9)
+    classical = ch["classical_gaussian_sigma"](1.0, 5e-324, 1.0)
+    assert classical == pytest.approx(
+        np.sqrt(2 * (np.log(1.25) - np.log(5e-324))), rel=1e-12
+    )
+
+
+# --- the book's data rule --------------------------------------------------
+
+
+def test_release_one_record_publishes_no_row_of_an_empty_table(ch):
+    """An empty table is ordinary data: the mechanism publishes no row
+    (an empty frame with the table's columns) instead of raising, so an
+    error cannot tell D = {x} from D' = {}. A record with missing fields
+    is published like any other: the mechanism reads no value."""
+    empty = ch.value(
+        "release_one_record(adult.iloc[:0], np.random.default_rng(0))"
+    )
+    assert len(empty) == 0
+    assert list(empty.columns) == list(ch["adult"].columns)
+    ch.inject("_gappy = adult.iloc[:3].assign(Age=np.nan, Zip=None)")
+    row = ch.value("release_one_record(_gappy, np.random.default_rng(0))")
+    assert len(row) == 1 and row.index[0] in ch["adult"].index[:3]
+
+
+def test_sigma_ratio_of_two_deltas_names_its_epsilon():
+    """The noise of delta = 1e-10 against 1e-6 depends on epsilon: 1.39
+    times at epsilon = 1, 1.42 at 0.5, 1.36 at 2 (independent
+    calibration here, by the exact formula with SciPy's normal)."""
+    from scipy.optimize import brentq  # noqa: PLC0415
+
+    from conftest import glued_value  # noqa: PLC0415
+
+    def sigma(epsilon, delta):
+        def excess(s):
+            a, b = 1 / (2 * s), epsilon * s
+            return norm.cdf(a - b) - np.exp(epsilon) * norm.cdf(-a - b) - delta
+
+        return brentq(excess, 0.05, 500, xtol=1e-14, rtol=1e-14)
+
+    stem = "gaussian-and-accounting"
+    for suffix, epsilon, shown in [
+        ("", 1.0, "1.39"),
+        ("_half", 0.5, "1.42"),
+        ("_two", 2.0, "1.36"),
+    ]:
+        ratio = glued_value(stem, f"gauss_sigma_ratio_10_6{suffix}")
+        assert ratio == pytest.approx(
+            sigma(epsilon, 1e-10) / sigma(epsilon, 1e-6), rel=1e-8
+        )
+        assert f"{ratio:.2f}" == shown
+    flat = " ".join(_markdown().split())
+    assert (
+        "{glue:text}`gauss_sigma_ratio_10_6:.2f` times the noise of "
+        "$\\delta = 10^{-6}$ at $\\varepsilon = 1$" in flat
+    )
+    for suffix, epsilon in [("half", "0.5"), ("two", "2")]:
+        assert f"{{glue:text}}`gauss_sigma_ratio_10_6_{suffix}:.2f`" in flat, (
+            suffix
+        )
+        assert f"$\\varepsilon = {epsilon}$" in flat
 
 
 @pytest.mark.parametrize(
@@ -354,10 +511,30 @@ def test_the_untouched_student_notebook_scores_zero(ch):
     ("label", "code", "expected"),
     [
         (
+            "gauss-ex-shrink-delta",
+            "noise_ratio = np.sqrt(np.log(1.25e10) / np.log(1.25e5))\n",
+            "that is the classical formula's ratio",
+        ),
+        (
+            "gauss-ex-shrink-delta",
+            "noise_ratio = sigma_5 / sigma_10\n",
+            "the inverse",
+        ),
+        (
             "gauss-ex-survey",
             "survey_laplace_sd = np.sqrt(2) * 16\n"
             "survey_gaussian_sd = analytic_gaussian_sigma(1.0, 1e-6, 16.0)\n",
             "you used the L1 sensitivity 16",
+        ),
+        (
+            "gauss-ex-survey",
+            "survey_laplace_sd = 16.0\nsurvey_gaussian_sd = 16.9\n",
+            "Laplace noise has sd sqrt(2) b, not b",
+        ),
+        (
+            "gauss-ex-small-delta",
+            "leak_n = 1.0\nleak_6 = n_people * 1e-6\n",
+            "n x delta is the union bound",
         ),
         (
             "gauss-ex-exact-composition",
@@ -365,14 +542,142 @@ def test_the_untouched_student_notebook_scores_zero(ch):
             "zcdp_50 = 1.0\npld_50 = 1.0\n",
             "adding 50 single-release epsilons is basic composition",
         ),
+        (
+            "gauss-ex-exact-composition",
+            "exact_50 = 6.57\npld_50 = 6.573\n"
+            "zcdp_50 = zcdp_epsilon(1 / (2 * 5**2), 1e-5)\n",
+            "that is one release's rho",
+        ),
+        (
+            "gauss-ex-exact-composition",
+            "exact_50 = 6.57\nzcdp_50 = 7.79\n"
+            "_rdp = rdp.RdpAccountant()\n"
+            "_rdp.compose(dp_accounting.GaussianDpEvent(5.0), 50)\n"
+            "pld_50 = _rdp.get_epsilon(1e-5)\n",
+            "that is the RDP accountant's value",
+        ),
+        (
+            "gauss-ex-classical-break",
+            "breaks_at_8 = classical_breaks_at\nsurvives_longer = False\n",
+            "that is the crossing at delta = 1e-5",
+        ),
+        (
+            "gauss-ex-classical-break",
+            "breaks_at_8 = 9.37\nsurvives_longer = False\n",
+            "survives_longer is wrong",
+        ),
     ],
-    ids=["l1-for-gaussian", "basic-composition"],
+    ids=[
+        "classical-ratio",
+        "inverse-ratio",
+        "l1-for-gaussian",
+        "scale-for-sd",
+        "union-bound",
+        "basic-composition",
+        "one-release-rho",
+        "rdp-for-pld",
+        "delta-1e-5",
+        "shorter",
+    ],
 )
 def test_a_typical_wrong_answer_fails_with_its_reason(
     ch, label, code, expected
 ):
     message = assignments.wrong_answer_message(ch, STEM, label, code)
     assert expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code", "expected"),
+    [
+        (
+            "gauss-ex-shrink-delta",
+            "noise_ratio = sigma_ratios_10_6[1.0]\n",
+            "the exercise compares 1e-10 with 1e-5",
+        ),
+        (
+            "gauss-ex-survey",
+            "survey_laplace_sd = 16.0\nsurvey_gaussian_sd = 16.9\n",
+            "has standard deviation sqrt(2) b, not b",
+        ),
+        (
+            "gauss-ex-survey",
+            "survey_laplace_sd = 22.6\n"
+            "survey_gaussian_sd = analytic_gaussian_sigma(1.0, 1e-6, 16.0)\n",
+            "16 is the L1 sensitivity",
+        ),
+        (
+            "gauss-ex-small-delta",
+            "leak_n = 1.0\nleak_6 = 0.032\n",
+            "is n x delta, the union bound",
+        ),
+        (
+            "gauss-ex-small-delta",
+            "leak_n = 0.632\nleak_6 = 1e-6\n",
+            "the chance that one given record is published",
+        ),
+        (
+            "gauss-ex-exact-composition",
+            "exact_50 = 50 * gaussian_epsilon(5.0, 1e-5)\n"
+            "zcdp_50 = 50.0\npld_50 = 50.0\n",
+            "adding 50 single-release epsilons is basic composition",
+        ),
+        (
+            "gauss-ex-exact-composition",
+            "exact_50 = 6.57\npld_50 = 6.573\n"
+            "zcdp_50 = zcdp_epsilon(1 / (2 * 5**2), 1e-5)\n",
+            "the zCDP conversion is an upper bound on the exact epsilon",
+        ),
+        (
+            "gauss-ex-classical-break",
+            "breaks_at_8 = classical_breaks_at\nsurvives_longer = False\n",
+            "repeat it at delta = 1e-8",
+        ),
+    ],
+    ids=[
+        "delta-1e-6",
+        "scale-for-sd",
+        "l1-for-gaussian",
+        "union-bound",
+        "one-record",
+        "basic-composition",
+        "one-release-rho",
+        "delta-1e-5",
+    ],
+)
+def test_the_public_checks_name_a_common_mistake(ch, label, code, expected):
+    message = assignments.public_message(ch, STEM, label, code)
+    assert message is not None and expected in message, message
+
+
+@pytest.mark.parametrize(
+    ("label", "code"),
+    [
+        ("gauss-ex-shrink-delta", "noise_ratio = np.float32(1.57)\n"),
+        (
+            "gauss-ex-survey",
+            "survey_laplace_sd = np.float32(22.6)\n"
+            "survey_gaussian_sd = np.float32(16.9)\n",
+        ),
+        (
+            # 1 - e^(-n delta), equal to 3 significant figures
+            "gauss-ex-small-delta",
+            "leak_n = 1 - np.exp(-1)\nleak_6 = 1 - np.exp(-n_people * 1e-6)\n",
+        ),
+        (
+            "gauss-ex-exact-composition",
+            "exact_50 = 6.57\nzcdp_50 = np.float32(7.79)\npld_50 = 6.58\n",
+        ),
+        (
+            "gauss-ex-classical-break",
+            "breaks_at_8 = 9.37\nsurvives_longer = np.True_\n",
+        ),
+    ],
+    ids=["float32", "float32", "exponential", "rounded", "numpy-bool"],
+)
+def test_a_right_answer_in_another_form_passes(ch, label, code):
+    found = assignments.exercise(STEM, label)
+    assert assignments.failure(ch, found, code) is None
 
 
 # --- the interactive sigma figure (a Vega-Lite 5 specification) -------------
