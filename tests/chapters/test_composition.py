@@ -1386,3 +1386,20 @@ def test_a_register_total_is_public_only_for_a_sample_of_its_population():
     assert "a population total from a register, or" not in text
     assert "when the table is a sample of that population" in text
     assert "it is the table's own size" in text
+
+
+def test_an_epsilon_too_small_for_geometric_noise_is_refused(tb):
+    # At epsilon / sensitivity below about 1e-19 both geometric draws
+    # saturate at the largest integer and the noise is exactly 0 (the old
+    # function released the true count); just above, the noise had an
+    # atom at 0 that breaks pure DP. Refused, with the reason.
+    for epsilon in ("1e-320", "1e-18"):
+        message = value_error_message(
+            tb,
+            f"geometric_mechanism(5, 1, {epsilon}, np.random.default_rng(0))",
+        )
+        assert "too small" in message
+    assert isinstance(
+        tb.value("geometric_mechanism(5, 1, 1e-9, np.random.default_rng(0))"),
+        int,
+    )

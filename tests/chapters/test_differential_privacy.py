@@ -1111,3 +1111,21 @@ scale_draws = np.array([
     for wrong in (50.0, 200.0):
         law = stats.laplace(60.0, wrong).cdf
         assert stats.kstest(draws, law).pvalue < 1e-6
+
+
+def test_clamp_values_reads_each_record_on_its_own(tb):
+    # NumPy turns a list that mixes True and "yes" into strings; every
+    # True then read as a missing value, so one non-numeric record moved
+    # a thousand others (a sensitivity of 1000 where 1 was assumed).
+    assert tb.value("clamp_values([True] * 3 + ['yes'], 0, 1).tolist()") == [
+        1.0,
+        1.0,
+        1.0,
+        0.0,
+    ]
+    assert tb.value("clamp_values([True, 2.5, None, 'x'], 0, 2).tolist()") == [
+        1.0,
+        2.0,
+        0.0,
+        0.0,
+    ]

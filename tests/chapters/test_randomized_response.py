@@ -5,6 +5,7 @@ inside the kernel, so these tests check exactly what the book shows.
 """
 
 import assignments
+import numpy as np
 import pytest
 
 from conftest import chapter_kernel, value_error_message
@@ -1003,3 +1004,13 @@ def test_randomized_response_keeps_the_shape_of_a_non_boolean_survey(tb):
             "np.random.default_rng(0)).shape)"
         )
         assert tuple(out) == shape
+
+
+def test_posterior_bounds_hold_at_any_epsilon(tb):
+    # The old odds form overflowed at epsilon = 800 and returned nan.
+    low, high = tb.value("tuple(map(float, posterior_bounds(0.5, 800)))")
+    assert (low, high) == (0.0, 1.0)
+    low, high = tb.value("tuple(map(float, posterior_bounds(0.25, 1.0)))")
+    odds = 0.25 / 0.75
+    assert abs(low - odds / np.e / (1 + odds / np.e)) < 1e-12
+    assert abs(high - odds * np.e / (1 + odds * np.e)) < 1e-12

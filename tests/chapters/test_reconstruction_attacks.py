@@ -6,6 +6,7 @@ Every statistical test uses fresh seeds, not the chapter's own draws.
 """
 
 import assignments
+import numpy as np
 import pytest
 
 from conftest import chapter_kernel, value_error_message
@@ -774,4 +775,17 @@ def test_right_answers_in_other_forms_get_full_marks(tb):
     assert (
         assignments.failure(tb, found, f"suppressed_share = {share:.3g}")
         is None
+    )
+
+
+def test_an_epsilon_too_small_for_a_float_scale_is_refused(tb):
+    # A subnormal epsilon passes "positive and finite", but sensitivity /
+    # epsilon overflows: the old laplace_mechanism then released inf
+    # (the same function in every chapter that defines it).
+    message = value_error_message(
+        tb, "laplace_mechanism(1.0, 1, 1e-320, np.random.default_rng(0))"
+    )
+    assert "overflows" in message
+    assert np.isfinite(
+        tb.value("laplace_mechanism(1.0, 1, 1e-300, np.random.default_rng(0))")
     )
