@@ -206,6 +206,31 @@ def test_ignored_outputs_say_why(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
+def test_every_figure_has_its_record(path):
+    """Every stored figure has a record of what it plots in
+    tests/figures/<chapter>.json (written by `make execute`), the
+    reference nbval compares with when a figure's pixels moved on another
+    machine; no record is left for a cell that no longer draws."""
+    import json
+
+    records_path = ROOT / "tests" / "figures" / f"{path.stem}.json"
+    records = (
+        json.loads(records_path.read_text()) if records_path.exists() else {}
+    )
+    drawn = {}
+    for cell in code_cells(path):
+        figures = sum(
+            "image/png" in output.get("data", {}) for output in cell.outputs
+        )
+        if figures:
+            drawn[cell.id] = figures
+    assert {cell: len(found) for cell, found in records.items()} == drawn, (
+        f"run `make execute` on {path.stem}: its figure records "
+        f"({records_path.relative_to(ROOT)}) do not match its figures"
+    )
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=ids(NOTEBOOKS))
 def test_code_comments_do_not_talk_about_the_test_tools(path):
     """A reader sees every code comment; nbval is the maintainers' tool."""
     for cell in code_cells(path):
