@@ -86,7 +86,9 @@ def failure(kernel, found: dict, code: str | None, public=True) -> str | None:
             return message
     reference_space = dict(kernel.namespace)
     if spec.get("answer"):
-        exec(compile(spec["answer"], "<book's answer>", "exec"), reference_space)
+        exec(
+            compile(spec["answer"], "<book's answer>", "exec"), reference_space
+        )
     for seed in SEEDS:
         inputs = judge.draw_inputs(spec, np.random.default_rng(seed))
         answer = exported(namespace, spec, inputs)
@@ -114,9 +116,9 @@ def assert_stubs_score_zero(kernel, stem: str) -> None:
         message = failure(kernel, found, found["spec"]["stub"], public=False)
         assert message, f"{found['label']}: the untouched stub passes"
         assert "False" != message.strip(), found["label"]
-        assert public_failure(
-            _with(kernel, found["spec"]["stub"]), found
-        ), f"{found['label']}: the public checks accept the untouched stub"
+        assert public_failure(_with(kernel, found["spec"]["stub"]), found), (
+            f"{found['label']}: the public checks accept the untouched stub"
+        )
 
 
 def _with(kernel, code: str) -> dict:

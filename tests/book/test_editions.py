@@ -214,7 +214,8 @@ def grader_lines() -> set[str]:
                 secret |= {
                     line.strip()
                     for line in spec.get(key, "").splitlines()
-                    if len(line.strip()) > 30 and not line.strip().startswith("#")
+                    if len(line.strip()) > 30
+                    and not line.strip().startswith("#")
                 }
     return secret - visible
 
@@ -228,7 +229,14 @@ def test_no_served_file_carries_the_grader_s_checks(html_build, student_build):
     assert lines
     for site in (HTML_DIR, STUDENT_HTML):
         for path in site.rglob("*"):
-            if path.suffix not in {".html", ".ipynb", ".txt", ".js", ".json", ".md"}:
+            if path.suffix not in {
+                ".html",
+                ".ipynb",
+                ".txt",
+                ".js",
+                ".json",
+                ".md",
+            }:
                 continue
             text = path.read_text(errors="replace")
             assert '"assignment"' not in text, path
