@@ -470,6 +470,8 @@ def test_domain_values_keeps_every_valid_value(tb):
         0,
     ]
     assert tb.value("domain_values([float('inf'), 1.0], 4).tolist()") == [0, 1]
+    # Each record on its own: True in a list with text is still 1.
+    assert tb.value("domain_values([True, 'x', 3], 4).tolist()") == [1, 0, 3]
 
 
 @pytest.mark.parametrize("case", list(BAD_VALUES))
@@ -543,6 +545,23 @@ def test_shuffle_delta_is_the_hockey_stick_of_the_clone_pair(
     assert forward == pytest.approx(backward, rel=1e-9)
     got = tb.value(f"shuffle_delta({epsilon}, {epsilon_0}, {n})")
     assert got == pytest.approx(forward, rel=1e-9, abs=1e-15)
+
+
+def test_shuffle_delta_stays_an_upper_bound_when_clone_counts_are_cut(tb):
+    """clone_weights keeps the clone counts within `width` standard
+    deviations of their mean and returns the probability of the others,
+    which shuffle_delta adds whole: even a window far too narrow then
+    over-states delta, never under-states it."""
+    real = tb["clone_weights"]
+    rest = real(40, 2.0, 0.3)[2]
+    assert rest > 0.1  # the narrow window leaves many clone counts out
+    tb.namespace["clone_weights"] = lambda n, e0, width=20: real(n, e0, 0.3)
+    try:
+        narrow = tb.value("shuffle_delta(0.5, 2.0, 40)")
+    finally:
+        tb.namespace["clone_weights"] = real
+    p0, p1 = clone_pair(2.0, 40)
+    assert narrow >= hockey_stick(p0, p1, 0.5)
 
 
 def test_numerical_bound_reproduces_the_published_values(tb):
@@ -895,6 +914,10 @@ def test_the_text_calls_the_closed_form_loose_and_cites_later_work():
     assert "{cite:p}`feldman2023stronger`" in text
     assert "{cite:t}`su2025decomposition`, a preprint" in text
     assert "{prf:ref}`ldp-thm-clones`" in text
+    # The clone reduction takes the closed form's setting, not its
+    # condition on epsilon_0 (which "the conditions of" would include).
+    assert "Under the conditions of\n{prf:ref}`ldp-thm-shuffle`" not in text
+    assert "for any $\\varepsilon_0 > 0$, with no condition on it" in text
 
 
 def test_the_text_gives_the_grid_and_the_finer_count():
@@ -902,6 +925,16 @@ def test_the_text_gives_the_grid_and_the_finer_count():
     assert "On the grid tried" not in text
     assert "100, 200, 300, 500,\n700, 1,000, 1,500 and 2,000" in text
     assert "{glue:text}`ldp_sol_days_fine`" in text
+
+
+def test_each_graded_answer_is_asked_for_in_the_exercise_text():
+    """The budget is graded, so the exercise asks for it; "to within 1%"
+    says which counts it accepts (the judge's reading)."""
+    text = chapter_markdown()
+    assert "What\ntotal $\\varepsilon$ have a person's reports spent" in text
+    assert "(a count that\nsuffices and is at most 1% above the smallest)" in (
+        text
+    )
 
 
 def test_the_text_says_what_to_do_with_negative_estimates():

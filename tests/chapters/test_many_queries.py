@@ -293,6 +293,13 @@ def test_mwem_releases_any_records(mq, case):
     assert mq.value("cell_counts([], 4).tolist()") == [0, 0, 0, 0]
 
 
+def test_cell_counts_reads_each_record_on_its_own(mq):
+    """True beside text is still 1 (the shared clamp_values), and the
+    text is missing: cell 0."""
+    got = mq.value("cell_counts([True, 'x', 3], 4).tolist()")
+    assert got == [1, 1, 0, 1]
+
+
 # --- the noise each mechanism adds: scale, sensitivity, budget -------------
 
 
@@ -373,8 +380,8 @@ def test_mwem_spends_exactly_its_budget(mq):
     p = rng.choices[0]
     seen = np.flatnonzero(p > 1e-200)  # probabilities that did not underflow
     i, j = seen[np.argmax(error[seen])], seen[np.argmin(error[seen])]
-    logp = np.log(p)
-    epsilon_choice = 2 * (logp[i] - logp[j]) / (error[i] - error[j])
+    log_ratio = np.log(p[i]) - np.log(p[j])  # both did not underflow
+    epsilon_choice = 2 * log_ratio / (error[i] - error[j])
     assert epsilon_choice == pytest.approx(spent[1], rel=1e-6)
     total = spent[0] + sum(spent[1:]) + 4 * epsilon_choice
     assert total == pytest.approx(2.0, rel=1e-6)
