@@ -361,7 +361,9 @@ def box_lines(text: str, start: int) -> tuple[int, bool]:
                 for line in body.splitlines()
                 if not MARKUP_LINE.match(line.strip())
             ]
-            return len(lines), "\\begin{sphinxVerbatim}" in body
+            # a displayed formula takes about three lines of the page
+            displays = body.count("\\begin{equation") + body.count("\\[")
+            return len(lines) + 2 * displays, "\\begin{sphinxVerbatim}" in body
     return BOX_LINES_MAX + 1, False
 
 

@@ -959,10 +959,12 @@ BOOK_CLAMP_VALUES = '''def clamp_values(values, lower, upper):
         raise ValueError(
             f"bounds must be finite with lower <= upper, got {lower}, {upper}"
         )
-    values = np.asarray(values)
-    if values.dtype.kind not in "biuf":
+    if np.asarray(values).dtype.kind not in "biuf":
+        # Each record on its own (a list that mixes True and "yes" would
+        # otherwise become strings, and every True a missing value).
         values = pd.to_numeric(
-            pd.Series(values.ravel(), dtype=object), errors="coerce"
+            pd.Series(np.asarray(values, dtype=object).ravel()),
+            errors="coerce",
         ).to_numpy(dtype=float, na_value=np.nan)
     values = np.asarray(values, dtype=float).ravel()
     return np.clip(np.where(np.isnan(values), lower, values), lower, upper)'''
