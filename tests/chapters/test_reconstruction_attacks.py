@@ -584,6 +584,9 @@ def test_tracer_prose_reads_the_low_fpr_table_row_by_row(tb):
     )
     assert row5[0] <= row5[2]
     assert row1[0] > row1[2]
+    # "at 5% and 10% (the table's other rows)": the 10% row too
+    row10 = tb.value("low_fpr.loc[0.1].tolist()")
+    assert row10[0] <= row10[2]
     # "no better than the baseline" at E = sqrt(n) with the most queries
     assert tb.value("float(by_point[(sqrt_n, m_max)])") <= tb.value("baseline")
 
