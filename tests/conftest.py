@@ -171,6 +171,23 @@ def html_build() -> subprocess.CompletedProcess:
     return once_per_run("html-build", lambda: build_book(ROOT))
 
 
+@pytest.fixture(scope="session")
+def student_build() -> subprocess.CompletedProcess:
+    """Build the student edition into _build/student once per test run
+    (its HTML in _build/student/_build/html; shared like html_build)."""
+    command = [
+        sys.executable,
+        str(ROOT / "scripts" / "make_student_edition.py"),
+        str(BUILD_DIR / "student"),
+    ]
+    return once_per_run(
+        "student-build",
+        lambda: subprocess.run(
+            command, capture_output=True, text=True, cwd=ROOT
+        ),
+    )
+
+
 # --- the book in a browser (tests/book/browser.py) ------------------------------------
 #
 # One server per session; each kind of page visit (every page at 1280 px,

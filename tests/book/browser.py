@@ -290,12 +290,12 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @contextmanager
-def serve(html_build):
+def serve(html_build, directory: Path = HTML_DIR):
     """The built book served on 127.0.0.1 (a free port): yields its URL."""
     assert html_build.returncode == 0, (html_build.stdout + html_build.stderr)[
         -4000:
     ]
-    handler = functools.partial(_QuietHandler, directory=str(HTML_DIR))
+    handler = functools.partial(_QuietHandler, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 
 import nbformat
@@ -75,16 +74,6 @@ def solution_lines() -> list[str]:
                 ]
                 lines.extend(body[:3])
     return lines
-
-
-@pytest.fixture(scope="module")
-def student_build():
-    command = [
-        sys.executable,
-        str(ROOT / "scripts" / "make_student_edition.py"),
-        str(STUDENT_DIR),
-    ]
-    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
 
 
 def test_strip_solutions_removes_only_solution_blocks():
