@@ -24,6 +24,19 @@
   ``% reader-only-end`` and ``% student-only:`` comments of the sources, as in
   scripts/make_student_edition.py). The LaTeX Makefile compiles every .tex
   file it finds, so one Sphinx build gives both PDFs.
+- Sliders: the web's instructions for a dial ("move the slider (drag it,
+  or focus it and use the arrow keys)") would tell a reader of paper to
+  move a picture; in print they describe the slider instead ("on the web
+  the slider moves ..."), and the figure's caption says the dial is
+  printed at its starting values (_ext/vega_figures.py).
+- Metadata and page anchors: the PDF's Title and Author are the book's
+  (Sphinx's own title page sets them; the book's, in _config.yml, replaces
+  it), and the title page has no page anchor, so that it and the first
+  page of chapter 1 are not both "page.1" (xdvipdfmx: "Object @page.1
+  already defined").
+- Lines: narrow table columns, the bibliography (long URLs) and the
+  "Run this chapter yourself" boxes (file names) are set ragged right, not
+  justified into lines of stretched spaces (underfull boxes).
 - Compiling: latexmk runs xelatex in its xelatex mode (``-xelatex``, as
   Sphinx's LaTeX Makefile recommends): each pass writes an XDV file and the
   PDF is made once at the end, instead of writing the whole PDF, images and
@@ -58,6 +71,8 @@ SOLUTION = re.compile(
 )
 ADMONITION = re.compile(r"\\(begin|end)\{sphinxadmonition\}")
 MARKER = "%BOOK-EDITION "
+# Each chapter's box of what to install: file names, set ragged right.
+RUN_BOX = "\\begin{sphinxadmonition}{note}{Run this chapter yourself}\n"
 # Widths (in per cent) of the columns of a table that lists exercises:
 # chapter, prerequisites, time, exercises.
 EXERCISE_TABLE_WIDTHS = [20, 22, 9, 49]
@@ -101,6 +116,21 @@ PREAMBLE = r"""
   {}{\PackageWarning{pdf_edition}{bibliography not patched}}
 \makeatother
 \pgfplotsset{compat=1.18}
+% The title page has no page anchor: the contents are numbered i, ii, ...
+% and chapter 1 starts again at page 1, and two anchors "page.1" made
+% xdvipdfmx warn "Object @page.1 already defined" (Sphinx's own title
+% page does the same).
+\AddToHook{env/titlepage/before}{\hypersetup{pageanchor=false}}
+\AddToHook{env/titlepage/after}{\hypersetup{pageanchor=true}}
+% Narrow columns of a table (tabulary, Sphinx's T) ragged right: justified,
+% their lines were stretched into gaps (underfull boxes). What
+% \newcolumntype{T}{L} would do, without its "already defined" warning.
+\makeatletter
+\@namedef{NC@rewrite@T}{\NC@find L}
+\makeatother
+% The bibliography ragged right too: its long URLs left gaps between words.
+\apptocmd{\thebibliography}{\raggedright}
+  {}{\PackageWarning{pdf_edition}{bibliography not made ragged}}
 % --- end pdf_edition ---
 """
 
@@ -110,11 +140,26 @@ def chapter_numbers_like_the_web(app):
         app.config.numfig_secnum_depth = 1
 
 
+def pdf_metadata(title: str, author: str) -> str:
+    """The hyperref settings that give the PDF its Title and Author."""
+
+    def plain(text: str) -> str:
+        return re.sub(r"[\\{}%#&$^_~]", "", text)
+
+    return (
+        f"\\hypersetup{{pdftitle={{{plain(title)}}}, "
+        f"pdfauthor={{{plain(author)}}}}}\n"
+    )
+
+
 def latex_preamble(app, config):
     """After sphinx-jupyterbook-latex's preamble, which loads unicode-math."""
     elements = config.latex_elements
-    if PREAMBLE not in elements.get("preamble", ""):
-        elements["preamble"] = elements.get("preamble", "") + PREAMBLE
+    # Jupyter Book gives the book's title to html_title, not to project.
+    title = config.html_title or config.project
+    preamble = PREAMBLE + pdf_metadata(title, config.author)
+    if preamble not in elements.get("preamble", ""):
+        elements["preamble"] = elements.get("preamble", "") + preamble
     # cmap is for pdfTeX; under xelatex it only warns.
     elements["cmappkg"] = ""
 
@@ -181,6 +226,81 @@ class NumberExerciseLists(SphinxPostTransform):
                     table.parent.index(table),
                     addnodes.tabular_col_spec(spec=spec),
                 )
+
+
+# The web's words for working a dial, and what print says instead: a
+# reader of paper cannot move the slider, but reads what it sets. Rules,
+# not sentences: a chapter that follows the book's phrasing ("move the
+# slider (drag it, or focus it and use the arrow keys) from ...") is
+# reworded without an entry here; tests/book/test_pdf.py checks that no
+# such instruction reaches either PDF.
+SLIDER_WORDS = [
+    # "(drag it, or focus it and use the arrow keys)"
+    (re.compile(r"\s*\((?:drag\s+(?:it|them)|focus)\b[^()]*?keys\)"), ""),
+    # "...; drag them, or focus one and use the arrow keys"
+    (re.compile(r";\s*drag\s+(?:it|them)\b[^.;()]*?arrow\s+keys"), ""),
+    (re.compile(r"\blets\s+you\s+turn\s+the\s+dial\b"), "is a dial"),
+    # "In the one below you choose: one slider sets ..."
+    (re.compile(r",?\s+you\s+choose:\s+"), ", on the web, "),
+    # "you choose $\varepsilon$ with the slider (from ...)"
+    (re.compile(r"\byou\s+choose\s+$"), "a slider sets "),
+    (re.compile(r"^\s+with\s+the\s+slider\s+\("), " on the web ("),
+]
+MOVE_SLIDER = re.compile(
+    r"\b([Mm])ove\s+(the|its)\s+(slider)(s?)(\s+to\s+see)?(?:\s+for)?:?"
+    r"(?=[\s,]|$)"
+)
+
+
+def slider_words_for_print(text: str) -> str:
+    """A sentence of the web's instructions for a dial, as print says it."""
+    for pattern, replacement in SLIDER_WORDS:
+        text = pattern.sub(replacement, text)
+
+    def described(match):
+        on = "On" if match.group(1) == "M" else "on"
+        verb = "show" if match.group(5) else "move"
+        ending = "" if match.group(4) else "s"
+        subject = f"{match.group(2)} {match.group(3)}{match.group(4)}"
+        return f"{on} the web {subject} {verb}{ending}"
+
+    return MOVE_SLIDER.sub(described, text)
+
+
+class SlidersInPrint(SphinxPostTransform):
+    """The text of the web's dial instructions, reworded for print."""
+
+    default_priority = 30
+    formats = ("latex",)
+
+    def run(self, **kwargs):
+        for paragraph in list(self.document.findall(nodes.paragraph)):
+            for element in list(paragraph.findall(nodes.TextElement)):
+                if isinstance(element, (nodes.literal, nodes.math)):
+                    continue
+                # The parser leaves a paragraph's lines in Text nodes side
+                # by side: each run of them is reworded as one. (By
+                # position: Text nodes are strings, and list.remove or
+                # index would take the first equal one, e.g. another "\n".)
+                children, run, changed = [], [], False
+                for child in [*element.children, None]:
+                    if isinstance(child, nodes.Text):
+                        run.append(child)
+                        continue
+                    if run:
+                        old = "".join(str(text) for text in run)
+                        new = slider_words_for_print(old)
+                        if new != old:
+                            changed = True
+                            run = [nodes.Text(new)]
+                        children += run
+                        run = []
+                    if child is not None:
+                        children.append(child)
+                if changed:
+                    for child in children:
+                        child.parent = element
+                    element.children = children
 
 
 class EditionMarkers(SphinxPostTransform):
@@ -308,6 +428,12 @@ def student_edition(text: str, env) -> str:
         elif not skipping:
             out.append(line)
     text = "\n".join(out)
+    text = re.sub(
+        r"pdftitle=\{([^{}]*)\}",
+        r"pdftitle={\1, student edition}",
+        text,
+        count=1,
+    )
     subtitle = "An interactive textbook for programmers\\par}"
     return text.replace(
         subtitle,
@@ -398,6 +524,7 @@ def polish_tex(app, exception):
             text,
         )
         text = keep_boxes_together(text)
+        text = text.replace(RUN_BOX, RUN_BOX + "\\raggedright\n")
         text = proofs_as_paragraphs(text)
         text = exercise_labels(text, app.env)
         # jupyterBook.cls loads inputenc, which xelatex ignores with a
@@ -436,4 +563,5 @@ def setup(app):
     app.connect("build-finished", polish_tex)
     app.add_post_transform(NumberExerciseLists)
     app.add_post_transform(EditionMarkers)
+    app.add_post_transform(SlidersInPrint)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
