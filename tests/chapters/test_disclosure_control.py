@@ -71,7 +71,7 @@ def group_size_violations(mdav_groups):
     random files (with ties), for k = 1..7."""
     rng = np.random.default_rng(11)
     bad = []
-    for trial in range(120):
+    for _ in range(120):
         k = int(rng.integers(1, 8))
         n = int(rng.integers(k, 12 * k + 3))
         points = rng.integers(0, 4, size=(n, 3)).astype(float)
@@ -147,12 +147,12 @@ def enumerated_bounds(values, suppressed):
     found = {tuple(cell): [np.inf, -np.inf] for cell in map(tuple, cells)}
     for choice in itertools.product(*ranges):
         table = values.copy()
-        for (r, c), v in zip(cells, choice):
+        for (r, c), v in zip(cells, choice, strict=True):
             table[r, c] = v
         if np.array_equal(table.sum(axis=1), rows) and np.array_equal(
             table.sum(axis=0), columns
         ):
-            for (r, c), v in zip(cells, choice):
+            for (r, c), v in zip(cells, choice, strict=True):
                 bound = found[(r, c)]
                 bound[0], bound[1] = min(bound[0], v), max(bound[1], v)
     return found
@@ -162,7 +162,7 @@ def lp_disagreements(cell_bounds):
     """Random small tables on which cell_bounds differs from enumeration."""
     rng = np.random.default_rng(17)
     bad = []
-    for trial in range(40):
+    for _ in range(40):
         values = rng.integers(0, 4, size=(2, 3))
         pattern = rng.random((2, 3)) < 0.6
         if not pattern.any():
@@ -251,7 +251,7 @@ def test_glued_relink_rates_are_recomputed(tb):
 
 def test_relink_never_exceeds_one_over_k_after_microaggregation(tb):
     rng = np.random.default_rng(23)
-    for trial in range(30):
+    for _ in range(30):
         k = int(rng.integers(2, 7))
         n = int(rng.integers(k, 80))
         frame = pd.DataFrame(
@@ -634,7 +634,8 @@ def linprog_bounds(values, pattern):
     b = np.r_[values.sum(axis=1), values.sum(axis=0)]
     flat = values.ravel()
     bounds = [
-        (0, None) if s else (v, v) for v, s in zip(flat, np.ravel(pattern))
+        (0, None) if s else (v, v)
+        for v, s in zip(flat, np.ravel(pattern), strict=True)
     ]
     found = []
     for j in np.flatnonzero(np.ravel(pattern)):
@@ -673,7 +674,7 @@ def test_the_optimized_pattern_protects_and_no_cell_can_be_dropped(tb):
 
 def test_the_integer_program_is_optimal_on_small_tables(tb):
     rng = np.random.default_rng(31)
-    for trial in range(6):
+    for _ in range(6):
         values = rng.integers(0, 9, size=(2, 3))
         primary = np.zeros((2, 3), dtype=bool)
         primary[int(rng.integers(2)), int(rng.integers(3))] = True
