@@ -603,6 +603,14 @@ def test_certify_rejects_a_wrong_bound(tb):
     dual = np.array([1, 0, 0, 0])
     assert tb["certify"](a, b, 0, 4, witness, dual, True)
     assert not tb["certify"](a, b, 0, 5, witness, dual, True)
+    # another dual with the same objective proves the bound too ...
+    assert tb["certify"](a, b, 0, 4, witness, np.array([2, 1, -1, -1]), True)
+    # ... but one with the right objective and a violated inequality does not
+    assert not tb["certify"](
+        a, b, 0, 4, witness, np.array([0, -1, 2, 0]), True
+    )
+    # and a witness that is not a table with these margins does not either
+    assert not tb["certify"](a, b, 0, 4, np.array([4, 0, 2, 4]), dual, True)
     assert not tb["certify"](a, b, 0, 4, witness, np.zeros(4, int), True)
 
 
