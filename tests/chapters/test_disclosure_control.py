@@ -455,6 +455,15 @@ def test_marital_table_claims(tb):
         tb["marital_r"][-1, -1]
     )
     assert glued("sdc_invariant_keep_small") < 0.05
+    error = (table["estimate"] - table["true"]).abs()
+    assert glued("sdc_pram_worst") == error.idxmax()
+    assert glued("sdc_pram_worst_error") == pytest.approx(error.max())
+    assert glued("sdc_pram_small_est") == pytest.approx(
+        tb["pram_estimate"](table["after PRAM"].to_numpy(), tb["marital_p"])[
+            -1
+        ],
+        abs=0.05,
+    )
 
 
 # --- record swapping ---------------------------------------------------------
