@@ -307,6 +307,24 @@ def release_texts(values):
     ]
 
 
+def microaggregation_rows(values):
+    """The stored MDAV grid's row at the slider's k (disclosure-control)."""
+    return [
+        row
+        for row in _stored_grid("disclosure-control")
+        if row["k"] == round(values["k"])
+    ]
+
+
+def microaggregation_texts(values):
+    (row,) = microaggregation_rows(values)
+    return [
+        f"k = {row['k']}: {row['relink']:.1%} re-linked,"
+        f" {row['interval']:.1%} within the interval",
+        f"{row['loss']:.1%} of the sum of squares lost",
+    ]
+
+
 def stats_rows(values):
     return [
         row

@@ -104,6 +104,13 @@ DIALS = [
         dial_values.release_texts,
     ),
     Dial(
+        "chapters/disclosure-control",
+        {"k": "group size k"},
+        ("k", "relink", "interval", "loss", "bound"),
+        dial_values.microaggregation_rows,
+        dial_values.microaggregation_texts,
+    ),
+    Dial(
         "chapters/dp-statistics",
         {"epsilon": "privacy parameter ε"},
         ("epsilon", "n", "naive_coverage", "width_ratio"),
