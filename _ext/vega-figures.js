@@ -63,7 +63,7 @@
       });
     });
     say();
-    figure.appendChild(status);
+    figure.insertBefore(status, caption); // the caption stays last
   }
 
   function draw() {

@@ -188,7 +188,8 @@ WALK = r"""async ([index, walks, corners]) => {
   const inputs = [...figure.querySelectorAll("input[type='range']")];
   const status = figure.querySelector('.vega-figure-status');
   const start = inputs.map(i => i.value);
-  const result = {positions: 0, smallest: Infinity, outside: [], silent: []};
+  const result = {positions: 0, smallest: Infinity, outside: [], silent: [],
+                  overlapping: []};
   const set = async values => {
     values.forEach((value, i) => {
       if (value === null || inputs[i].value === String(value)) return;
@@ -203,9 +204,11 @@ WALK = r"""async ([index, walks, corners]) => {
     const where = inputs.map(i => i.value).join(', ');
     const box = svg.getBoundingClientRect();
     const scale = box.width / Number(svg.getAttribute('width'));
+    const drawn = [];
     for (const text of svg.querySelectorAll('text')) {
       const r = text.getBoundingClientRect();
       if (!text.textContent.trim() || r.width === 0) continue;
+      drawn.push([text, r]);
       const size = parseFloat(getComputedStyle(text).fontSize) * scale;
       result.smallest = Math.min(result.smallest, size);
       const sides = [
@@ -215,6 +218,19 @@ WALK = r"""async ([index, walks, corners]) => {
           `${side} by ${by.toFixed(1)} px`);
       if (sides.length && result.outside.length < 5) {
         result.outside.push(`"${text.textContent}" at ${where}: ${sides}`);
+      }
+    }
+    // A readout (a line of text or a line's label) overlaps no other text.
+    for (const [text, r] of drawn) {
+      if (!text.closest("[class*='readout']")) continue;
+      for (const [other, o] of drawn) {
+        const across = Math.min(r.right, o.right) - Math.max(r.left, o.left);
+        const down = Math.min(r.bottom, o.bottom) - Math.max(r.top, o.top);
+        if (other !== text && across > 1 && down > 1
+            && result.overlapping.length < 5) {
+          result.overlapping.push(
+            `"${text.textContent}" over "${other.textContent}" at ${where}`);
+        }
       }
     }
     const said = status ? status.textContent : '';
@@ -297,6 +313,7 @@ def walk_dial(tab, dial: Dial, sliders: dict, width: int) -> None:
         corners
     ), walked
     assert not walked["outside"], (where, walked["outside"])
+    assert not walked["overlapping"], (where, walked["overlapping"])
     assert walked["smallest"] >= MIN_LABEL_PX, (where, walked["smallest"])
     assert not walked["silent"], (where, walked["silent"])
     controls = tab.evaluate(CONTROLS, dial.index)
