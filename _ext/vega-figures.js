@@ -29,6 +29,43 @@
     tidy();
   }
 
+  // What a screen reader gets: each slider is described by the caption
+  // (what the figure shows and how the sliders change it), and a polite
+  // live region says, after each move, the sliders' values and what the
+  // chart writes at them (its text marks named readout_*).
+  function describe(figure, view) {
+    var caption = figure.querySelector("figcaption");
+    var inputs = figure.querySelectorAll("input[type='range']");
+    if (!caption || !inputs.length) return;
+    caption.id = caption.id || figure.id + "-caption";
+    var status = document.createElement("p");
+    status.className = "vega-figure-status";
+    status.setAttribute("aria-live", "polite");
+    var say = function () {
+      var parts = [];
+      inputs.forEach(function (input) {
+        var name = input.previousElementSibling;
+        var shown = input.nextElementSibling;
+        parts.push(
+          (name ? name.textContent.trim() : input.name) + " " +
+            (shown ? shown.textContent : input.value)
+        );
+      });
+      figure
+        .querySelectorAll("svg .role-mark[class*='readout'] text")
+        .forEach(function (text) { parts.push(text.textContent); });
+      status.textContent = parts.join("; ");
+    };
+    inputs.forEach(function (input) {
+      input.setAttribute("aria-describedby", caption.id);
+      input.addEventListener("input", function () {
+        view.runAsync().then(say);
+      });
+    });
+    say();
+    figure.insertBefore(status, caption); // the caption stays last
+  }
+
   function draw() {
     window.bookVegaViews = window.bookVegaViews || {};
     document.querySelectorAll("figure.vega-figure").forEach(function (figure) {
@@ -44,6 +81,7 @@
       }).then(function (result) {
         window.bookVegaViews[figure.id] = result.view;
         figure.querySelectorAll("input[type='range']").forEach(tidyLabel);
+        describe(figure, result.view);
         figure.classList.add("vega-figure-ready");
       });
     });

@@ -134,7 +134,10 @@ def composition_texts(values):
         else "never"
     )
     kov = math.floor(log_term * (math.exp(eps) + 1) ** 2 / 2) + 1
-    return [f"below k ε: advanced {advanced}, Kairouz et al. from k = {kov:,}"]
+    return [
+        f"below k ε: advanced {advanced},",
+        f"Kairouz et al. from k = {kov:,}",
+    ]
 
 
 def oracle_rows(values):
@@ -158,6 +161,30 @@ def oracle_rows(values):
             rows.append({"d": d, "sd": np.sqrt(n * q * (1 - q)) / (p - q)})
         rows.append({"d": d, "sd": np.sqrt(8) / values["epsilon"]})
     return rows
+
+
+def oracle_texts(values):
+    """The line above the chart (GRR beats OUE while d < 3 e^eps + 2,
+    Wang et al.) and each line's label: its name and its value at the
+    largest d."""
+    import numpy as np  # noqa: PLC0415
+
+    epsilon = values["epsilon"]
+    rows = oracle_rows(values)
+    last = rows[-6:]  # the six lines at the largest d, in the order above
+    assert {row["d"] for row in last} == {max(row["d"] for row in rows)}
+    names = ["GRR", "SUE", "OUE", "OLH", "HR", "central"]
+    labels = [
+        f"{name} {row['sd']:.1f}"
+        if row["sd"] < 100
+        else f"{name} {row['sd']:,.0f}"
+        for name, row in zip(names, last, strict=True)
+    ]
+    crossing = 3 * np.exp(epsilon) + 2
+    return [
+        f"ε = {epsilon:.1f}: GRR beats OUE for d below {crossing:,.1f}",
+        *labels,
+    ]
 
 
 def range_rows(values):
@@ -206,8 +233,8 @@ def continual_texts(values):
     last = continual_rows(values)[-1]
     return [
         f"day {last['day']}: fresh {last['fresh']:.1f}, increments"
-        f" {last['increments']:.1f}, tree {last['tree']:.1f}, optimal"
-        f" {last['tree_optimal']:.1f}"
+        f" {last['increments']:.1f},",
+        f"tree {last['tree']:.1f}, optimal {last['tree_optimal']:.1f}",
     ]
 
 
@@ -360,8 +387,8 @@ def deploy_rows(values):
 def deploy_texts(values):
     row = _deploy_row(values)
     return [
-        f"ε = {row['epsilon']:.2f}: counts within ±{int(row['error'])}"
-        f" (95%); a 25% suspicion can reach {row['posterior']:.0%}"
+        f"ε = {row['epsilon']:.2f}: counts within ±{int(row['error'])} (95%);",
+        f"a 25% suspicion can reach {row['posterior']:.0%}",
     ]
 
 

@@ -60,6 +60,7 @@ DIALS = [
         {"epsilon": "privacy parameter ε"},
         ("d", "sd"),
         dial_values.oracle_rows,
+        dial_values.oracle_texts,
     ),
     Dial(
         "chapters/many-queries",
@@ -176,6 +177,173 @@ DIAL_STATE = r"""([index, signals, fields]) => {
 }"""
 
 
+# Every text of the figure must lie inside its chart's box (the <svg>, which
+# clips what overflows it) at every slider position, and read at least
+# MIN_LABEL_PX CSS px where it is drawn. The walk sets each slider to each
+# value of `values` in turn, the others at their start, as a drag does
+# (the value, then an input event), then to `corners` (the ends of every
+# slider at once); it waits for the view and measures. It returns the
+# number of positions, the smallest text size, the texts outside the box
+# (first few) and the positions where the live region did not say what the
+# chart writes.
+MIN_LABEL_PX = 8
+PHONE_WIDTH = 390  # tests/book/browser.py's PHONE (which imports this file)
+MOST_POSITIONS = 60  # a longer slider is walked on this many, ends included
+WALK = r"""async ([index, walks, corners]) => {
+  const figure = document.querySelectorAll('figure.vega-figure')[index];
+  const view = window.bookVegaViews[figure.id];
+  const svg = figure.querySelector('svg');
+  const inputs = [...figure.querySelectorAll("input[type='range']")];
+  const status = figure.querySelector('.vega-figure-status');
+  const start = inputs.map(i => i.value);
+  const result = {positions: 0, smallest: Infinity, outside: [], silent: [],
+                  overlapping: []};
+  const set = async values => {
+    values.forEach((value, i) => {
+      if (value === null || inputs[i].value === String(value)) return;
+      inputs[i].value = value;
+      inputs[i].dispatchEvent(new Event('input', {bubbles: true}));
+    });
+    await view.runAsync();
+    await new Promise(resolve => setTimeout(resolve, 0));
+  };
+  const measure = () => {
+    result.positions += 1;
+    const where = inputs.map(i => i.value).join(', ');
+    const box = svg.getBoundingClientRect();
+    const scale = box.width / Number(svg.getAttribute('width'));
+    const drawn = [];
+    for (const text of svg.querySelectorAll('text')) {
+      const r = text.getBoundingClientRect();
+      if (!text.textContent.trim() || r.width === 0) continue;
+      drawn.push([text, r]);
+      const size = parseFloat(getComputedStyle(text).fontSize) * scale;
+      result.smallest = Math.min(result.smallest, size);
+      const sides = [
+        ['left', box.left - r.left], ['right', r.right - box.right],
+        ['top', box.top - r.top], ['bottom', r.bottom - box.bottom]]
+        .filter(([, by]) => by > 0.5).map(([side, by]) =>
+          `${side} by ${by.toFixed(1)} px`);
+      if (sides.length && result.outside.length < 5) {
+        result.outside.push(`"${text.textContent}" at ${where}: ${sides}`);
+      }
+    }
+    // A readout (a line of text or a line's label) overlaps no other text.
+    for (const [text, r] of drawn) {
+      if (!text.closest("[class*='readout']")) continue;
+      for (const [other, o] of drawn) {
+        const across = Math.min(r.right, o.right) - Math.max(r.left, o.left);
+        const down = Math.min(r.bottom, o.bottom) - Math.max(r.top, o.top);
+        if (other !== text && across > 1 && down > 1
+            && result.overlapping.length < 5) {
+          result.overlapping.push(
+            `"${text.textContent}" over "${other.textContent}" at ${where}`);
+        }
+      }
+    }
+    const said = status ? status.textContent : '';
+    const readouts = [...svg.querySelectorAll(
+      ".role-mark[class*='readout'] text")].map(t => t.textContent);
+    const values = inputs.map(i => i.nextElementSibling.textContent);
+    if ([...readouts, ...values].some(t => !said.includes(t))
+        && result.silent.length < 5) {
+      result.silent.push(`at ${where}: "${said}"`);
+    }
+  };
+  for (const [i, values] of walks) {
+    for (const value of values) {
+      await set(inputs.map((_, j) => j === i ? value : start[j]));
+      measure();
+    }
+  }
+  for (const corner of corners) {
+    await set(corner);
+    measure();
+  }
+  await set(start);
+  return result;
+}"""
+
+# What the page gives a screen reader and a thumb: each slider's size and
+# what describes it, and the live region.
+CONTROLS = r"""index => {
+  const figure = document.querySelectorAll('figure.vega-figure')[index];
+  const status = figure.querySelector('.vega-figure-status');
+  return {
+    figureWidth: figure.getBoundingClientRect().width,
+    sliders: [...figure.querySelectorAll("input[type='range']")].map(i => {
+      const box = i.getBoundingClientRect();
+      const described = (i.getAttribute('aria-describedby') || '').split(' ')
+        .map(id => document.getElementById(id)).filter(Boolean)
+        .map(e => e.textContent.trim()).join(' ');
+      return {name: i.name, width: box.width, height: box.height,
+              described};
+    }),
+    live: status ? status.getAttribute('aria-live') : null,
+    caption: figure.querySelector('figcaption').textContent.trim(),
+  };
+}"""
+
+
+def _positions(slider) -> list:
+    """The values a walk sets `slider` to: every one, or MOST_POSITIONS
+    evenly spread from one end to the other."""
+    import numpy as np  # noqa: PLC0415
+
+    low, high, step = (
+        float(slider.get_attribute(a)) for a in ("min", "max", "step")
+    )
+    count = round((high - low) / step)
+    picks = np.arange(count + 1)
+    if count >= MOST_POSITIONS:
+        picks = np.unique(np.linspace(0, count, MOST_POSITIONS).round())
+    places = len(str(step).split(".")[1].rstrip("0")) if step % 1 else 0
+    return [f"{low + k * step:.{places}f}" for k in picks]
+
+
+def walk_dial(tab, dial: Dial, sliders: dict, width: int) -> None:
+    """Every slider of `dial` from end to end (and all of them at their
+    ends together): its text stays in the chart's box, legible, and the
+    live region says what the chart writes; the sliders can be hit with a
+    thumb and are described for a screen reader.
+
+    A chart is laid out the same on every screen (a phone scales the same
+    drawing down), so the whole walk is made once, on the phone, where
+    the text is smallest; a wider screen sees each slider's two ends."""
+    import itertools  # noqa: PLC0415
+
+    walks = [
+        [i, _positions(slider)] for i, slider in enumerate(sliders.values())
+    ]
+    if width > PHONE_WIDTH:
+        walks = [[i, [values[0], values[-1]]] for i, values in walks]
+    ends = [(values[0], values[-1]) for _, values in walks]
+    corners = (
+        [list(c) for c in itertools.product(*ends)] if len(ends) > 1 else []
+    )
+    walked = tab.evaluate(WALK, [dial.index, walks, corners])
+    where = f"{dial.page} at {width} px"
+    assert walked["positions"] == sum(len(v) for _, v in walks) + len(
+        corners
+    ), walked
+    assert not walked["outside"], (where, walked["outside"])
+    assert not walked["overlapping"], (where, walked["overlapping"])
+    assert walked["smallest"] >= MIN_LABEL_PX, (where, walked["smallest"])
+    assert not walked["silent"], (where, walked["silent"])
+    controls = tab.evaluate(CONTROLS, dial.index)
+    assert controls["live"] == "polite", (where, controls)
+    for slider in controls["sliders"]:
+        # A touch target (WCAG 2.5.5) with room to move: on a phone most
+        # of the column's width.
+        assert slider["height"] >= 44, (where, slider)
+        assert slider["width"] >= min(300, 0.7 * controls["figureWidth"]), (
+            where,
+            slider,
+            controls["figureWidth"],
+        )
+        assert controls["caption"] in slider["described"], (where, slider)
+
+
 def _same_rows(shown: list, expected: list, fields: tuple) -> bool:
     """Equal as sets of rows (a fold repeats rows), to 1e-9 relative."""
     import numpy as np  # noqa: PLC0415
@@ -245,6 +413,7 @@ def exercise_dial(tab, dial: Dial, width: int) -> None:
             state = tab.evaluate(DIAL_STATE, [dial.index, signals, fields])
             _check_dial(dial, state, values)
         assert len(seen) == 3, (signal, seen)
+    walk_dial(tab, dial, sliders, width)
     assert state["label"], "the chart has no text alternative"
     assert "slider" in state["caption"].lower(), state["caption"]
     assert state["svgWidth"] <= state["pageWidth"] <= width, state

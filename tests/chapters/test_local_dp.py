@@ -264,6 +264,34 @@ def test_stored_dial_is_vega_lite_5_with_a_labelled_slider():
     assert any(s["name"] == "epsilon" for s in vega["signals"])
 
 
+def test_stored_dial_labels_its_lines_and_shares_no_legend_entry():
+    """No legend (GRR and the central line shared one entry): each line is
+    labelled at its right end, labels pushed 13 px apart where lines
+    nearly coincide, and the five local oracles have five dash patterns;
+    a line above the chart gives GRR's crossing with OUE (3 e^eps + 2)."""
+    (spec,) = [
+        output["data"]["application/vnd.vegalite.v5+json"]
+        for cell in chapter_cells()
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if "application/vnd.vegalite.v5+json" in output.get("data", {})
+    ]
+    lines, labels, crossing = spec["layer"]
+    dash = lines["encoding"]["strokeDash"]
+    assert dash["legend"] is None
+    assert dash["scale"]["domain"][:5] == list(ORACLES)
+    assert len({tuple(d) for d in dash["scale"]["range"][:5]}) == 5
+    assert labels["name"].startswith("readout")
+    assert labels["encoding"]["text"]["field"] == "label"
+    stacking = " ".join(t.get("calculate", "") for t in labels["transform"])
+    assert "13 * datum.rank" in stacking
+    assert crossing["name"].startswith("readout")
+    assert "3 * exp(epsilon) + 2" in crossing["transform"][0]["calculate"]
+    # Narrow enough for 8 px labels on a phone's 342 px column (11 px
+    # labels: at most about 470 px with the axes and the labels).
+    assert spec["width"] <= 300
+
+
 @pytest.mark.parametrize("name", ORACLES)
 def test_dial_closed_forms_agree_with_oracle_variance(tb, name):
     """The chart's Vega expressions, evaluated in Python, give the same
