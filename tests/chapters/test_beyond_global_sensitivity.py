@@ -2,12 +2,12 @@
 functions, run in its namespace."""
 
 import itertools
-from contextlib import contextmanager
 
 import assignments
 import numpy as np
-import pandas as pd
 import pytest
+import support
+from support import recording
 
 from conftest import chapter_kernel, value_error_message
 
@@ -16,25 +16,6 @@ from conftest import chapter_kernel, value_error_message
 def tb():
     with chapter_kernel("beyond-global-sensitivity") as notebook:
         yield notebook
-
-
-@contextmanager
-def recording(tb, name):
-    """Wrap the chapter's function `name` so that every call's positional
-    arguments are recorded (the chapter's functions look it up by name
-    when they run); the original is restored afterwards."""
-    original = tb.namespace[name]
-    calls = []
-
-    def wrapper(*args, **kwargs):
-        calls.append(args)
-        return original(*args, **kwargs)
-
-    tb.namespace[name] = wrapper
-    try:
-        yield calls
-    finally:
-        tb.namespace[name] = original
 
 
 # --- brute force, independent of the chapter's formulas ------------------
@@ -333,22 +314,8 @@ def test_rule_of_thumb_caveat_holds_on_the_gains(tb):
 
 # --- the book's data rule: data never makes a mechanism raise --------------
 
-DATA_CASES = {
-    "empty": [],
-    "one NaN record": [30, 40, np.nan, 50],
-    "one record out of range": [30, 40, 10_000, 50],
-    "one negative record": [30, 40, -7, 50],
-    "one non-numeric record": [30, 40, "forty", 50],
-    "None and pandas NA": pd.Series([30, None, pd.NA, 50], dtype=object),
-}
-CLEANED = {  # the same data after the rule: missing -> 0, clamped to 0..125
-    "empty": [],
-    "one NaN record": [30, 40, 0, 50],
-    "one record out of range": [30, 40, 125, 50],
-    "one negative record": [30, 40, 0, 50],
-    "one non-numeric record": [30, 40, 0, 50],
-    "None and pandas NA": [30, 0, 0, 50],
-}
+DATA_CASES = support.AGE_DATA_CASES  # ages declared in [0, 125]
+CLEANED = support.AGE_CLEANED  # the same after the rule
 MECHANISMS = {
     "smooth_median": lambda tb, v, g: tb["smooth_median"](v, 125, 1.0, g, 20),
     "ptr_median": lambda tb, v, g: tb["ptr_median"](

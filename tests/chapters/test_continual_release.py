@@ -5,6 +5,7 @@ import assignments
 import nbformat
 import numpy as np
 import pytest
+import support
 from scipy import optimize, stats
 
 from conftest import (
@@ -378,23 +379,8 @@ def test_noise_needs_a_generator(cr):
 
 
 def test_stored_dial_compiles_and_starts_at_the_chapters_horizon():
-    import nbformat  # noqa: PLC0415
-    import vl_convert  # noqa: PLC0415
 
-    from conftest import CHAPTERS_DIR  # noqa: PLC0415
-
-    cells = nbformat.read(
-        CHAPTERS_DIR / "continual-release.ipynb", as_version=4
-    ).cells
-    (data,) = [
-        output["data"]
-        for cell in cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if "application/vnd.vegalite.v5+json" in output.get("data", {})
-    ]
-    spec = data["application/vnd.vegalite.v5+json"]
-    assert data["text/plain"] == spec["description"]
+    spec = support.stored_vega_lite("continual-release")
     (param,) = spec["params"]
     assert param["name"] == "horizon"
     assert param["value"] == glued_value("continual-release", "cont_horizon")
@@ -404,8 +390,7 @@ def test_stored_dial_compiles_and_starts_at_the_chapters_horizon():
     assert param["bind"]["max"] == glued_value(
         "continual-release", "cont_dial_high"
     )
-    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
-    assert "horizon" in {s["name"] for s in vega["signals"]}
+    assert "horizon" in support.vega_signals(spec)
 
 
 def test_dial_grid_carries_the_exact_day_weights(cr):

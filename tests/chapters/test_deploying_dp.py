@@ -8,6 +8,7 @@ from fractions import Fraction
 import assignments
 import numpy as np
 import pytest
+import support
 from scipy import stats
 
 from conftest import chapter_kernel, glued_value, value_error_message
@@ -578,30 +579,14 @@ def test_dial_rejects_bad_input(tb, args):
 
 
 def test_stored_dial_compiles_with_a_labelled_slider(tb):
-    import nbformat  # noqa: PLC0415
-    import vl_convert  # noqa: PLC0415
 
-    from conftest import CHAPTERS_DIR  # noqa: PLC0415
-
-    cells = nbformat.read(
-        CHAPTERS_DIR / "deploying-dp.ipynb", as_version=4
-    ).cells
-    (data,) = [
-        output["data"]
-        for cell in cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if "application/vnd.vegalite.v5+json" in output.get("data", {})
-    ]
-    spec = data["application/vnd.vegalite.v5+json"]
-    assert data["text/plain"] == spec["description"]
+    spec = support.stored_vega_lite("deploying-dp")
     (param,) = spec["params"]
     assert param["name"] == "epsilon" and param["value"] == 0.5
     assert param["bind"]["min"] == tb["dial_low"]
     assert param["bind"]["max"] == tb["dial_high"]
     assert param["bind"]["name"].strip() == "total ε of the release"
-    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
-    assert "epsilon" in {s["name"] for s in vega["signals"]}
+    assert "epsilon" in support.vega_signals(spec)
 
 
 # --- bad input -------------------------------------------------------------

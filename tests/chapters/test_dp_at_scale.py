@@ -5,13 +5,14 @@ namespace."""
 import ast
 import importlib.util
 import sys
-from contextlib import contextmanager
 
 import assignments
 import numpy as np
 import pandas as pd
 import pytest
+import support
 from scipy import stats
+from support import recording
 
 from conftest import (
     CHAPTERS_DIR,
@@ -31,25 +32,6 @@ import make_visits  # noqa: E402
 def tb():
     with chapter_kernel("dp-at-scale") as notebook:
         yield notebook
-
-
-@contextmanager
-def recording(tb, name):
-    """Wrap the chapter's function `name` so that every call's positional
-    arguments are recorded (the chapter's functions look it up by name
-    when they run); the original is restored afterwards."""
-    original = tb.namespace[name]
-    calls = []
-
-    def wrapper(*args, **kwargs):
-        calls.append(args)
-        return original(*args, **kwargs)
-
-    tb.namespace[name] = wrapper
-    try:
-        yield calls
-    finally:
-        tb.namespace[name] = original
 
 
 # --- the simulated data --------------------------------------------------------
@@ -974,22 +956,6 @@ def test_the_group_solution_shows_the_q99_bound_below_certainty():
 # --- the partition-selection dial ----------------------------------------------
 
 
-def _stored_partition_dial():
-    import json  # noqa: PLC0415
-
-    cells = json.loads(
-        (CHAPTERS_DIR / "dp-at-scale.ipynb").read_text("utf-8")
-    )["cells"]
-    (data,) = [
-        output["data"]
-        for cell in cells
-        if cell["cell_type"] == "code"
-        for output in cell.get("outputs", [])
-        if "application/vnd.vegalite.v5+json" in output.get("data", {})
-    ]
-    return data
-
-
 def _vega(expression, signals, datum):
     """Evaluate a Vega expression (signals, datum.x, a ? b : c) in Python."""
     import re  # noqa: PLC0415
@@ -1057,14 +1023,8 @@ def test_stored_partition_dial_is_the_chapters_selection(tb):
     condition (p1(T) <= delta / k, and T - 1 would not); at several
     positions the curve is release_probability and the summary the
     expected number of released shops; Vega compiles the figure."""
-    import vl_convert  # noqa: PLC0415
 
-    data = _stored_partition_dial()
-    spec = data["application/vnd.vegalite.v5+json"]
-    text = data["text/plain"]
-    assert ("".join(text) if isinstance(text, list) else text) == (
-        spec["description"]
-    )
+    spec = support.stored_vega_lite("dp-at-scale")
     k = tb.value("K_CHOSEN")
     eps_param, delta_param = spec["params"]
     assert eps_param["value"] == tb.value("SELECT_EPSILON")
@@ -1110,8 +1070,7 @@ def test_stored_partition_dial_is_the_chapters_selection(tb):
     assert _run_layer(spec, 2, {"epsilon": 1.0, "log10_delta": -5})[0][
         "expected"
     ] == pytest.approx(glued_value("dp-at-scale", "scale_expected_released"))
-    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
-    assert {"epsilon", "log10_delta"} <= {s["name"] for s in vega["signals"]}
+    assert {"epsilon", "log10_delta"} <= support.vega_signals(spec)
 
 
 def test_dial_prose_numbers_from_the_geometric_tail():
@@ -1122,7 +1081,7 @@ def test_dial_prose_numbers_from_the_geometric_tail():
     import math  # noqa: PLC0415
 
     k = int(glued_value("dp-at-scale", "scale_k"))
-    spec = _stored_partition_dial()["application/vnd.vegalite.v5+json"]
+    spec = support.stored_vega_lite("dp-at-scale")
     (table,) = [
         rows for rows in spec["datasets"].values() if "shops" in rows[0]
     ]

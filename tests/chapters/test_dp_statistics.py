@@ -5,6 +5,7 @@ import assignments
 import nbformat
 import numpy as np
 import pytest
+import support
 from scipy import integrate, stats
 
 from conftest import (
@@ -520,35 +521,19 @@ def test_dial_rejects_bad_input(tb):
 
 
 def test_stored_dial_compiles_and_holds_the_chapter_grid(tb, ns):
-    import nbformat  # noqa: PLC0415
-    import vl_convert  # noqa: PLC0415
 
-    from conftest import CHAPTERS_DIR  # noqa: PLC0415
-
-    cells = nbformat.read(
-        CHAPTERS_DIR / "dp-statistics.ipynb", as_version=4
-    ).cells
-    (data,) = [
-        output["data"]
-        for cell in cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if "application/vnd.vegalite.v5+json" in output.get("data", {})
-    ]
-    spec = data["application/vnd.vegalite.v5+json"]
-    assert data["text/plain"] == spec["description"]
+    spec = support.stored_vega_lite("dp-statistics")
     (param,) = spec["params"]
     assert param["name"] == "epsilon" and param["value"] == 0.1
     assert param["bind"]["min"] == ns["dial_low"]
     assert param["bind"]["max"] == ns["dial_high"]
-    rows = max(spec["datasets"].values(), key=len)
+    rows = support.plotted_rows(spec)
     grid = ns["dial_grid"]
     assert len(rows) == len(grid)
     stored = np.array([[r["naive_coverage"], r["width_ratio"]] for r in rows])
     assert np.allclose(stored, grid[["naive_coverage", "width_ratio"]])
     assert any(r["n"] == 1000 for r in rows)  # the line above the chart
-    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
-    assert "epsilon" in {s["name"] for s in vega["signals"]}
+    assert "epsilon" in support.vega_signals(spec)
 
 
 def test_regression_bootstrap_covers_at_least_nominal(ns):

@@ -8,6 +8,7 @@ import assignments
 import dp_accounting
 import numpy as np
 import pytest
+import support
 from dp_accounting import pld, rdp
 from scipy.stats import norm
 
@@ -683,24 +684,6 @@ def test_a_right_answer_in_another_form_passes(ch, label, code):
 # --- the interactive sigma figure (a Vega-Lite 5 specification) -------------
 
 
-def _stored_dial():
-    import nbformat  # noqa: PLC0415
-
-    from conftest import CHAPTERS_DIR  # noqa: PLC0415
-
-    cells = nbformat.read(
-        CHAPTERS_DIR / "gaussian-and-accounting.ipynb", as_version=4
-    ).cells
-    (data,) = [
-        output["data"]
-        for cell in cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if "application/vnd.vegalite.v5+json" in output.get("data", {})
-    ]
-    return data
-
-
 @pytest.mark.parametrize(
     "call",
     [
@@ -721,10 +704,8 @@ def test_stored_sigma_grid_is_both_calibrations(ch):
     Roth's formula, the analytic sigma is the smallest sigma whose exact
     delta (Balle and Wang's Theorem 8, evaluated here) is delta, and the
     classical line is marked as proved exactly where epsilon < 1."""
-    data = _stored_dial()
-    spec = data["application/vnd.vegalite.v5+json"]
-    assert data["text/plain"] == spec["description"]
-    rows = max(spec["datasets"].values(), key=len)
+    spec = support.stored_vega_lite("gaussian-and-accounting")
+    rows = support.plotted_rows(spec)
     epsilons = ch.value("dial_epsilons.tolist()")
     exponents = ch.value("dial_log10_deltas.tolist()")
     assert len(rows) == len(epsilons) * len(exponents)
@@ -750,9 +731,8 @@ def test_stored_sigma_grid_is_both_calibrations(ch):
 
 
 def test_stored_sigma_dial_compiles_and_starts_in_its_ranges(ch):
-    import vl_convert  # noqa: PLC0415
 
-    spec = _stored_dial()["application/vnd.vegalite.v5+json"]
+    spec = support.stored_vega_lite("gaussian-and-accounting")
     params = {p["name"]: p for p in spec["params"]}
     assert params["log10_delta"]["value"] == np.log10(
         ch.value("compare_delta")
@@ -765,8 +745,7 @@ def test_stored_sigma_dial_compiles_and_starts_in_its_ranges(ch):
     assert [exponent["min"], exponent["max"]] == ch.value(
         "[float(dial_log10_deltas[0]), float(dial_log10_deltas[-1])]"
     )
-    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
-    assert {"epsilon", "log10_delta"} <= {s["name"] for s in vega["signals"]}
+    assert {"epsilon", "log10_delta"} <= support.vega_signals(spec)
     # The classical line is drawn from the rows its theorem covers only.
     filters = [
         t.get("filter")
@@ -799,11 +778,8 @@ def test_dial_prose_classical_holds_up_to_the_crossing_and_excess_pattern():
     assert "a little further" not in text
     assert "no theorem says so" not in text
     assert "not a guarantee of the classical theorem" in text
-    rows = max(
-        _stored_dial()["application/vnd.vegalite.v5+json"][
-            "datasets"
-        ].values(),
-        key=len,
+    rows = support.plotted_rows(
+        support.stored_vega_lite("gaussian-and-accounting")
     )
     proved = [r for r in rows if r["proved"]]
     ratio = {(r["epsilon"], r["log10_delta"]): r["ratio"] for r in proved}

@@ -8,6 +8,7 @@ import assignments
 import nbformat
 import numpy as np
 import pytest
+import support
 
 from conftest import CHAPTERS_DIR, chapter_kernel, value_error_message
 
@@ -241,27 +242,15 @@ def chapter_cells():
 
 
 def test_stored_dial_is_vega_lite_5_with_a_labelled_slider():
-    import vl_convert  # noqa: PLC0415
 
-    outputs = [
-        output
-        for cell in chapter_cells()
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if "application/vnd.vegalite.v5+json" in output.get("data", {})
-    ]
-    assert len(outputs) == 1
-    data = outputs[0]["data"]
-    spec = data["application/vnd.vegalite.v5+json"]
+    spec = support.stored_vega_lite("local-dp")
     assert spec["$schema"].endswith("/vega-lite/v5.json")
-    assert data["text/plain"] == spec["description"]
     (param,) = spec["params"]
     bind = param["bind"]
     assert param["name"] == "epsilon" and bind["input"] == "range"
     assert bind["name"].strip() == "privacy parameter ε"
     assert bind["min"] < param["value"] < bind["max"]
-    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
-    assert any(s["name"] == "epsilon" for s in vega["signals"])
+    assert "epsilon" in support.vega_signals(spec)
 
 
 @pytest.mark.parametrize("name", ORACLES)

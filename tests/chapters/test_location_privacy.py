@@ -8,6 +8,7 @@ import json
 
 import assignments
 import pytest
+import support
 
 from conftest import (
     CHAPTERS_DIR,
@@ -914,20 +915,6 @@ def test_the_budget_check_accepts_a_correct_answer_at_other_seeds(tb, seed):
 # --- the error dial ----------------------------------------------------------
 
 
-def _stored_error_dial():
-    cells = json.loads(
-        (CHAPTERS_DIR / "location-privacy.ipynb").read_text("utf-8")
-    )["cells"]
-    (data,) = [
-        output["data"]
-        for cell in cells
-        if cell["cell_type"] == "code"
-        for output in cell.get("outputs", [])
-        if "application/vnd.vegalite.v5+json" in output.get("data", {})
-    ]
-    return data
-
-
 def _evaluate(expression, epsilon, datum):
     """A Vega expression of `epsilon` and `datum.x`, in Python."""
     import numpy as np  # noqa: PLC0415
@@ -957,13 +944,8 @@ def test_stored_error_dial_is_the_radial_law(tb):
     planar_laplace_radius gives for p, is 1 - p; the summary's mean is
     2 / epsilon; the slider's range is the glued one; Vega compiles it."""
     import numpy as np  # noqa: PLC0415
-    import vl_convert  # noqa: PLC0415
 
-    data = _stored_error_dial()
-    spec = data["application/vnd.vegalite.v5+json"]
-    text = data["text/plain"]
-    text = "".join(text) if isinstance(text, list) else text
-    assert text == spec["description"]
+    spec = support.stored_vega_lite("location-privacy")
     assert "slider" in spec["description"]
     (param,) = spec["params"]
     assert param["value"] == glued_value("location-privacy", "loc_dial_start")
@@ -973,7 +955,7 @@ def test_stored_error_dial_is_the_radial_law(tb):
     assert param["bind"]["max"] == glued_value(
         "location-privacy", "loc_dial_high"
     )
-    rows = max(spec["datasets"].values(), key=len)
+    rows = support.plotted_rows(spec)
     distances = [row["distance_km"] for row in rows]
     assert distances[0] == 0 and distances[-1] == 5.0
     (curve,) = [
@@ -994,8 +976,7 @@ def test_stored_error_dial_is_the_radial_law(tb):
         assert _evaluate(summary["mean_km"], epsilon, {}) == pytest.approx(
             2 / epsilon
         )
-    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
-    assert "epsilon" in {s["name"] for s in vega["signals"]}
+    assert "epsilon" in support.vega_signals(spec)
 
 
 def test_error_dial_prose_numbers_from_the_radial_law():

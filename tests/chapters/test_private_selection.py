@@ -2,13 +2,14 @@
 run in its namespace."""
 
 import itertools
-from contextlib import contextmanager
 
 import assignments
 import numpy as np
 import pandas as pd
 import pytest
+import support
 from scipy import stats
+from support import recording
 
 from conftest import chapter_kernel, value_error_message
 
@@ -17,25 +18,6 @@ from conftest import chapter_kernel, value_error_message
 def tb():
     with chapter_kernel("private-selection") as notebook:
         yield notebook
-
-
-@contextmanager
-def recording(tb, name):
-    """Wrap the chapter's function `name` so that every call's positional
-    arguments are recorded (the chapter's functions look it up by name
-    when they run); the original is restored afterwards."""
-    original = tb.namespace[name]
-    calls = []
-
-    def wrapper(*args, **kwargs):
-        calls.append(args)
-        return original(*args, **kwargs)
-
-    tb.namespace[name] = wrapper
-    try:
-        yield calls
-    finally:
-        tb.namespace[name] = original
 
 
 def rank_errors(values, q, candidates):
@@ -449,22 +431,8 @@ def test_interval_quantile_weights_use_max_q_one_minus_q(tb, q):
 
 # --- the book's data rule: data never makes a mechanism raise --------------
 
-DATA_CASES = {
-    "empty": [],
-    "one NaN record": [30, 40, np.nan, 50],
-    "one record out of range": [30, 40, 10_000, 50],
-    "one negative record": [30, 40, -7, 50],
-    "one non-numeric record": [30, 40, "forty", 50],
-    "None and pandas NA": pd.Series([30, None, pd.NA, 50], dtype=object),
-}
-CLEANED = {  # the same data after the rule: missing -> 0, clamped to 0..125
-    "empty": [],
-    "one NaN record": [30, 40, 0, 50],
-    "one record out of range": [30, 40, 125, 50],
-    "one negative record": [30, 40, 0, 50],
-    "one non-numeric record": [30, 40, 0, 50],
-    "None and pandas NA": [30, 0, 0, 50],
-}
+DATA_CASES = support.AGE_DATA_CASES  # ages declared in [0, 125]
+CLEANED = support.AGE_CLEANED  # the same after the rule
 
 
 @pytest.mark.parametrize("case", list(DATA_CASES))
@@ -835,24 +803,6 @@ def test_non_generator_rng_is_rejected(tb, call):
 # --- the interactive selection figure (a Vega-Lite 5 specification) ---------
 
 
-def _stored_dial():
-    import nbformat  # noqa: PLC0415
-
-    from conftest import CHAPTERS_DIR  # noqa: PLC0415
-
-    cells = nbformat.read(
-        CHAPTERS_DIR / "private-selection.ipynb", as_version=4
-    ).cells
-    (data,) = [
-        output["data"]
-        for cell in cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if "application/vnd.vegalite.v5+json" in output.get("data", {})
-    ]
-    return data
-
-
 @pytest.mark.parametrize(
     "args",
     [
@@ -870,7 +820,7 @@ def test_selection_dial_rejects_bad_inputs(tb, args):
 def _chart_probabilities(spec, epsilon):
     """The layer's transforms evaluated here, as Vega would (its
     expressions are Python once `datum.x` is a lookup and exp is numpy's)."""
-    rows = [dict(r) for r in max(spec["datasets"].values(), key=len)]
+    rows = [dict(r) for r in support.plotted_rows(spec)]
     for step in spec["layer"][0]["transform"]:
         if "joinaggregate" in step:
             (agg,) = step["joinaggregate"]
@@ -892,12 +842,9 @@ def test_stored_selection_dial_is_the_exponential_mechanism(tb):
     """The stored figure holds the chapter's occupation counts, in its
     order; at several epsilons its expressions give exactly
     exponential_probabilities; it starts at 0.01 in its glued range."""
-    import vl_convert  # noqa: PLC0415
 
-    data = _stored_dial()
-    spec = data["application/vnd.vegalite.v5+json"]
-    assert data["text/plain"] == spec["description"]
-    rows = max(spec["datasets"].values(), key=len)
+    spec = support.stored_vega_lite("private-selection")
+    rows = support.plotted_rows(spec)
     assert [r["candidate"] for r in rows] == tb.value("occupations.tolist()")
     assert [r["count"] for r in rows] == tb.value("counts.tolist()")
     (param,) = spec["params"]
@@ -910,8 +857,7 @@ def test_stored_selection_dial_is_the_exponential_mechanism(tb):
             f"exponential_probabilities(counts, 1, {epsilon}).tolist()"
         )
         assert shown == pytest.approx(expected, rel=1e-12, abs=1e-300)
-    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
-    assert "epsilon" in {s["name"] for s in vega["signals"]}
+    assert "epsilon" in support.vega_signals(spec)
 
 
 def test_selection_dial_prose_numbers_from_the_data():
@@ -919,7 +865,6 @@ def test_selection_dial_prose_numbers_from_the_data():
     probability at the glued epsilon, and its weight over the runner-up's,
     which is also the ratio of their probabilities and e^(eps * gap / 2)
     with sensitivity 1 and the factor 2 of the chapter's definition."""
-    import pandas as pd  # noqa: PLC0415
 
     from conftest import DATA_DIR, glued_value  # noqa: PLC0415
 

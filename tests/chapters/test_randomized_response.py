@@ -7,6 +7,7 @@ inside the kernel, so these tests check exactly what the book shows.
 import assignments
 import numpy as np
 import pytest
+import support
 
 from conftest import chapter_kernel, value_error_message
 
@@ -677,23 +678,8 @@ def test_stored_posterior_dial_compiles_and_starts_at_the_hunch(tb):
     """The stored Vega-Lite 5 spec compiles; its two sliders start at the
     chapter's 10% prior and epsilon 1, inside their glued ranges; the
     description is the text fallback."""
-    import nbformat  # noqa: PLC0415
-    import vl_convert  # noqa: PLC0415
 
-    from conftest import CHAPTERS_DIR  # noqa: PLC0415
-
-    cells = nbformat.read(
-        CHAPTERS_DIR / "randomized-response.ipynb", as_version=4
-    ).cells
-    (data,) = [
-        output["data"]
-        for cell in cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if "application/vnd.vegalite.v5+json" in output.get("data", {})
-    ]
-    spec = data["application/vnd.vegalite.v5+json"]
-    assert data["text/plain"] == spec["description"]
+    spec = support.stored_vega_lite("randomized-response")
     params = {p["name"]: p for p in spec["params"]}
     assert params["prior"]["value"] == 0.1
     assert params["epsilon"]["value"] == 1.0
@@ -703,8 +689,7 @@ def test_stored_posterior_dial_compiles_and_starts_at_the_hunch(tb):
     assert params["epsilon"]["bind"]["max"] == tb.value(
         "dial_epsilon_range[1]"
     )
-    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
-    assert {"prior", "epsilon"} <= {s["name"] for s in vega["signals"]}
+    assert {"prior", "epsilon"} <= support.vega_signals(spec)
 
 
 def test_posterior_dial_curve_is_the_posterior_bound(tb):
