@@ -27,11 +27,18 @@ def chapter_cells(stem: str) -> list:
     return nbformat.read(CHAPTERS_DIR / f"{stem}.ipynb", as_version=4).cells
 
 
-def markdown_text(stem: str) -> str:
-    """All Markdown of the chapter as stored, joined, on one line."""
+def markdown(stem: str) -> str:
+    """All Markdown of the chapter as stored, its cells joined as
+    paragraphs (a blank line between two cells)."""
     cells = chapter_cells(stem)
-    text = "\n\n".join(c.source for c in cells if c.cell_type == "markdown")
-    return " ".join(text.split())
+    return "\n\n".join(c.source for c in cells if c.cell_type == "markdown")
+
+
+def markdown_text(stem: str) -> str:
+    """All Markdown of the chapter as stored, joined, on one line (every
+    run of white space read as one space), for phrases that the source
+    breaks across lines."""
+    return " ".join(markdown(stem).split())
 
 
 def stored_vega_lite(stem: str) -> dict:

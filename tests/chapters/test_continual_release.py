@@ -20,9 +20,7 @@ STEM = "continual-release"
 
 def markdown_text():
     """All Markdown of the chapter as stored, joined, on one line."""
-    cells = nbformat.read(CHAPTERS_DIR / f"{STEM}.ipynb", as_version=4).cells
-    text = "\n\n".join(c.source for c in cells if c.cell_type == "markdown")
-    return " ".join(text.split())
+    return support.markdown_text(STEM)
 
 
 @pytest.fixture(scope="module")

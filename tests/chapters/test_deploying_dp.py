@@ -62,14 +62,7 @@ STEM = "deploying-dp"
 
 
 def _markdown():
-    import nbformat  # noqa: PLC0415
-
-    from conftest import CHAPTERS_DIR  # noqa: PLC0415
-
-    notebook = nbformat.read(CHAPTERS_DIR / f"{STEM}.ipynb", as_version=4)
-    return "\n".join(
-        c.source for c in notebook.cells if c.cell_type == "markdown"
-    )
+    return support.markdown(STEM)
 
 
 def test_census_rho_is_read_from_the_production_scale(tb):

@@ -3,6 +3,7 @@
 import assignments
 import numpy as np
 import pytest
+import support
 from scipy import stats
 
 from conftest import chapter_kernel, value_error_message
@@ -453,14 +454,7 @@ def test_clipping_bias_exceeds_the_noise_scale_on_the_mean(tb):
 
 
 def _markdown():
-    import nbformat
-
-    from conftest import CHAPTERS_DIR
-
-    notebook = nbformat.read(CHAPTERS_DIR / "dp-in-practice.ipynb", 4)
-    return "\n".join(
-        c.source for c in notebook.cells if c.cell_type == "markdown"
-    )
+    return support.markdown("dp-in-practice")
 
 
 def test_audited_mechanisms_are_called_correct_in_scale_only(tb):

@@ -2,14 +2,12 @@
 the coverage and type I error it measured, run in its namespace."""
 
 import assignments
-import nbformat
 import numpy as np
 import pytest
 import support
 from scipy import integrate, stats
 
 from conftest import (
-    CHAPTERS_DIR,
     chapter_kernel,
     glued_value,
     value_error_message,
@@ -20,9 +18,7 @@ STEM = "dp-statistics"
 
 def markdown_text():
     """All Markdown of the chapter as stored, joined, on one line."""
-    cells = nbformat.read(CHAPTERS_DIR / f"{STEM}.ipynb", as_version=4).cells
-    text = "\n\n".join(c.source for c in cells if c.cell_type == "markdown")
-    return " ".join(text.split())
+    return support.markdown_text(STEM)
 
 
 @pytest.fixture(scope="module")

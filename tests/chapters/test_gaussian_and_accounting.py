@@ -402,16 +402,7 @@ def test_gaussian_wins_exactly_from_the_stated_d(ch):
 
 
 def _markdown():
-    import nbformat
-
-    from conftest import CHAPTERS_DIR
-
-    notebook = nbformat.read(
-        CHAPTERS_DIR / "gaussian-and-accounting.ipynb", as_version=4
-    )
-    return "\n".join(
-        c.source for c in notebook.cells if c.cell_type == "markdown"
-    )
+    return support.markdown("gaussian-and-accounting")
 
 
 def test_delta_is_the_hockey_stick_not_the_chance_the_loss_exceeds_eps(ch):

@@ -517,16 +517,7 @@ def test_warner_parametrization_gives_the_same_epsilon(tb):
 
 
 def _markdown():
-    import nbformat
-
-    from conftest import ROOT
-
-    notebook = nbformat.read(
-        ROOT / "chapters" / "randomized-response.ipynb", as_version=4
-    )
-    return "\n".join(
-        c.source for c in notebook.cells if c.cell_type == "markdown"
-    )
+    return support.markdown("randomized-response")
 
 
 def test_factor_two_is_credited_to_group_privacy():
