@@ -776,9 +776,9 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
     tb, label, code, expected
 ):
     # The book's answer first, then the wrong part over it.
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    message = assignments.wrong_answer_message(tb, STEM, label, answer + code)
-    assert expected in message, message
+    assignments.assert_wrong_answer_fails(
+        tb, STEM, label, code, expected, over=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -833,9 +833,9 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
 def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
     """What the student sees before submitting: the mistake is named,
     and the right value is not."""
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    message = assignments.public_message(tb, STEM, label, answer + code)
-    assert message and expected in message, message
+    assignments.assert_public_checks_name(
+        tb, STEM, label, code, expected, over=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -881,9 +881,7 @@ def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
     ],
 )
 def test_right_answers_in_other_forms_get_full_marks(tb, label, code):
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    found = assignments.exercise(STEM, label)
-    assert assignments.failure(tb, found, answer + code) is None
+    assignments.assert_answer_passes(tb, STEM, label, code, over=True)
 
 
 # --- what the text says (issue 42, items 4 and 6) ---------------------------

@@ -569,9 +569,9 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
     mq, label, code, expected
 ):
     # The book's answer first, then the wrong part over it.
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    message = assignments.wrong_answer_message(mq, STEM, label, answer + code)
-    assert expected in message, message
+    assignments.assert_wrong_answer_fails(
+        mq, STEM, label, code, expected, over=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -661,9 +661,9 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
 def test_the_public_checks_catch_a_common_mistake(mq, label, code, expected):
     """What the student sees before submitting: the mistake is named,
     and the right value is not."""
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    message = assignments.public_message(mq, STEM, label, answer + code)
-    assert message and expected in message, message
+    assignments.assert_public_checks_name(
+        mq, STEM, label, code, expected, over=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -707,9 +707,7 @@ def test_the_public_checks_catch_a_common_mistake(mq, label, code, expected):
     ids=["prefix", "domain", "by-hand", "bias", "mwem"],
 )
 def test_right_answers_in_other_forms_get_full_marks(mq, label, code):
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    found = assignments.exercise(STEM, label)
-    assert assignments.failure(mq, found, answer + code) is None
+    assignments.assert_answer_passes(mq, STEM, label, code, over=True)
 
 
 # --- what the text says (issue 42, items 5 and 6) ---------------------------
