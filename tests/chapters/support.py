@@ -11,6 +11,7 @@ A change here selects every chapter's tests in ``make check``
 
 from __future__ import annotations
 
+import itertools
 from contextlib import contextmanager
 
 import nbformat
@@ -77,6 +78,18 @@ def vega_signals(spec: dict) -> set:
     return {signal["name"] for signal in vega["signals"]}
 
 
+def assert_epsilon_slider(spec: dict) -> None:
+    """The figure's one parameter is epsilon, on a range slider labelled
+    "privacy parameter ε" that starts strictly inside its range, and the
+    spec compiles to Vega with that signal."""
+    (param,) = spec["params"]
+    bind = param["bind"]
+    assert param["name"] == "epsilon" and bind["input"] == "range"
+    assert bind["name"].strip() == "privacy parameter ε"
+    assert bind["min"] < param["value"] < bind["max"]
+    assert "epsilon" in vega_signals(spec)
+
+
 @contextmanager
 def recording(kernel, name):
     """Wrap the chapter's function `name` so that every call's positional
@@ -94,6 +107,43 @@ def recording(kernel, name):
         yield calls
     finally:
         kernel.namespace[name] = original
+
+
+# --- the rank utility of the exponential-mechanism quantile ------------------
+
+
+def rank_errors(values, q, candidates):
+    """The rank error by its definition, independent of the chapters:
+    how many values a candidate c would have to be moved past to be the
+    q-quantile, max(0, #{x < c} - q n, q n - #{x <= c})."""
+    values = np.asarray(values, dtype=float)
+    n = len(values)
+    return np.array(
+        [
+            max(0.0, np.sum(values < c) - q * n, q * n - np.sum(values <= c))
+            for c in candidates
+        ]
+    )
+
+
+def assert_rank_error_sensitivity(error, q) -> None:
+    """Brute force over every table of 0 to 5 values on 0..4 and every
+    neighbour (one value 0..4 added; removing is the same pair read
+    backwards), candidates on and between the values: the chapter's
+    `error` (its quantile_rank_error) agrees with the definition on every
+    table, moves by at most max(q, 1 - q), and by exactly that somewhere
+    (1/2 for the median, not the 1 that an analysis ignoring q would
+    assume)."""
+    candidates = np.arange(-0.5, 5.0, 0.5)
+    worst = 0.0
+    for n in range(6):
+        for table in itertools.combinations_with_replacement(range(5), n):
+            base = error(list(table), q, candidates)
+            assert np.allclose(base, rank_errors(table, q, candidates))
+            for v in range(5):
+                moved = error(list(table) + [v], q, candidates)
+                worst = max(worst, np.abs(moved - base).max())
+    assert abs(worst - max(q, 1 - q)) <= 1e-12, (worst, q)
 
 
 # --- the book's data rule on ages declared in [0, 125] -----------------------

@@ -245,12 +245,7 @@ def test_stored_dial_is_vega_lite_5_with_a_labelled_slider():
 
     spec = support.stored_vega_lite("local-dp")
     assert spec["$schema"].endswith("/vega-lite/v5.json")
-    (param,) = spec["params"]
-    bind = param["bind"]
-    assert param["name"] == "epsilon" and bind["input"] == "range"
-    assert bind["name"].strip() == "privacy parameter ε"
-    assert bind["min"] < param["value"] < bind["max"]
-    assert "epsilon" in support.vega_signals(spec)
+    support.assert_epsilon_slider(spec)
 
 
 @pytest.mark.parametrize("name", ORACLES)

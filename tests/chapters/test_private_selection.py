@@ -20,18 +20,6 @@ def tb():
         yield notebook
 
 
-def rank_errors(values, q, candidates):
-    """The rank error by its definition, independent of the chapter."""
-    values = np.asarray(values, dtype=float)
-    n = len(values)
-    return np.array(
-        [
-            max(0.0, np.sum(values < c) - q * n, q * n - np.sum(values <= c))
-            for c in candidates
-        ]
-    )
-
-
 def selection_probabilities(utilities, sensitivity, epsilon):
     """exp(eps u / (2 sensitivity)), normalized, independent of the chapter."""
     exponents = epsilon * np.asarray(utilities, float) / (2 * sensitivity)
@@ -303,17 +291,7 @@ def test_quantile_utility_sensitivity_is_max_q_one_minus_q(tb, q):
     # and between the values: no rank error moves by more than
     # max(q, 1 - q), and some move by exactly that (1/2 for the median).
     # The chapter's rank error agrees with the definition on every table.
-    error = tb["quantile_rank_error"]
-    candidates = np.arange(-0.5, 5.0, 0.5)
-    worst = 0.0
-    for n in range(6):
-        for table in itertools.combinations_with_replacement(range(5), n):
-            base = error(list(table), q, candidates)
-            assert np.allclose(base, rank_errors(table, q, candidates))
-            for v in range(5):
-                moved = error(list(table) + [v], q, candidates)
-                worst = max(worst, np.abs(moved - base).max())
-    assert worst == pytest.approx(max(q, 1 - q), abs=1e-12)
+    support.assert_rank_error_sensitivity(tb["quantile_rank_error"], q)
 
 
 @pytest.mark.parametrize("q", [0.5, 0.9])
@@ -360,7 +338,7 @@ def test_private_quantile_draws_follow_the_exact_distribution(tb):
         )
         observed = np.bincount(draws.astype(int), minlength=6)
         expected = selection_probabilities(
-            -rank_errors(table, q, grid), max(q, 1 - q), 2.0
+            -support.rank_errors(table, q, grid), max(q, 1 - q), 2.0
         )
         assert stats.chisquare(observed, expected * 40_000).pvalue > 1e-3
 
