@@ -146,6 +146,21 @@ def assert_rank_error_sensitivity(error, q) -> None:
     assert abs(worst - max(q, 1 - q)) <= 1e-12, (worst, q)
 
 
+# --- statistical tests of a mechanism's distribution -------------------------
+
+
+def assert_counts_fit(observed, probabilities, draws: int) -> None:
+    """Chi-square goodness of fit of the counts of `draws` seeded draws
+    against a mechanism's exact probabilities, at the 0.1% level: a
+    correct sampler fails with probability 0.001 only, and the seed is
+    fixed, so the test gives the same answer every run. Counts that do
+    not add up to `draws` (an outcome outside the classes) fail too."""
+    from scipy import stats  # noqa: PLC0415
+
+    expected = np.asarray(probabilities, dtype=float) * draws
+    assert stats.chisquare(observed, expected).pvalue > 1e-3
+
+
 # --- the book's data rule on ages declared in [0, 125] -----------------------
 
 AGE_DATA_CASES = {
