@@ -137,3 +137,53 @@ def wrong_answer_message(kernel, stem: str, label: str, code: str) -> str:
 def public_message(kernel, stem: str, label: str, code: str) -> str | None:
     """The public checks' message for an answer (None if they pass)."""
     return public_failure(_with(kernel, code), exercise(stem, label))
+
+
+# --- the checks that each chapter's tests parametrize over its exercises ---
+
+
+def over_answer(stem: str, label: str, code: str) -> str:
+    """The book's answer to the exercise, then ``code`` written over it:
+    a wrong (or another right) answer that changes one part of the
+    book's and keeps the rest."""
+    answer = exercise(stem, label)["spec"].get("answer", "")
+    if answer and not answer.endswith("\n"):
+        answer += "\n"
+    return answer + code
+
+
+def assert_wrong_answer_fails(
+    kernel, stem: str, label: str, code: str, expected: str, *, over=False
+) -> None:
+    """The judge fails a typical wrong answer with the message meant for
+    it (``expected`` is part of it). ``over``: ``code`` is written over
+    the book's answer (``over_answer``)."""
+    if over:
+        code = over_answer(stem, label, code)
+    message = wrong_answer_message(kernel, stem, label, code)
+    assert expected in message, message
+
+
+def assert_public_checks_name(
+    kernel, stem: str, label: str, code: str, expected: str, *, over=False
+) -> None:
+    """The public checks (what the student sees before submitting) fail
+    an answer with a common mistake and name it (``expected`` is part of
+    the message). ``over`` as in ``assert_wrong_answer_fails``."""
+    if over:
+        code = over_answer(stem, label, code)
+    message = public_message(kernel, stem, label, code)
+    assert message is not None, f"{label}: the public checks pass {code}"
+    assert expected in message, message
+
+
+def assert_answer_passes(
+    kernel, stem: str, label: str, code: str, *, over=False
+) -> None:
+    """A right answer in another form (rounded, NumPy types, another
+    correct method) gets full marks: the public checks and the judge, on
+    the inputs of every seed. ``over`` as in ``assert_wrong_answer_fails``."""
+    if over:
+        code = over_answer(stem, label, code)
+    message = failure(kernel, exercise(stem, label), code)
+    assert message is None, f"{label}: {message}"

@@ -2,12 +2,12 @@
 functions, run in its namespace."""
 
 import itertools
-from contextlib import contextmanager
 
 import assignments
 import numpy as np
-import pandas as pd
 import pytest
+import support
+from support import recording
 
 from conftest import chapter_kernel, value_error_message
 
@@ -16,25 +16,6 @@ from conftest import chapter_kernel, value_error_message
 def tb():
     with chapter_kernel("beyond-global-sensitivity") as notebook:
         yield notebook
-
-
-@contextmanager
-def recording(tb, name):
-    """Wrap the chapter's function `name` so that every call's positional
-    arguments are recorded (the chapter's functions look it up by name
-    when they run); the original is restored afterwards."""
-    original = tb.namespace[name]
-    calls = []
-
-    def wrapper(*args, **kwargs):
-        calls.append(args)
-        return original(*args, **kwargs)
-
-    tb.namespace[name] = wrapper
-    try:
-        yield calls
-    finally:
-        tb.namespace[name] = original
 
 
 # --- brute force, independent of the chapter's formulas ------------------
@@ -281,16 +262,7 @@ def test_rank_utility_moves_by_at_most_max_q_one_minus_q(tb, q):
     # neighbour (one value added): the chapter's rank error moves by at
     # most max(q, 1 - q), and by exactly that somewhere (1/2 for the
     # median, not the 1 that an analysis ignoring q would assume).
-    error = tb["quantile_rank_error"]
-    candidates = np.arange(-0.5, 5.0, 0.5)
-    worst = 0.0
-    for n in range(6):
-        for table in itertools.combinations_with_replacement(range(5), n):
-            base = error(list(table), q, candidates)
-            for v in range(5):
-                moved = error(list(table) + [v], q, candidates)
-                worst = max(worst, np.abs(moved - base).max())
-    assert worst == pytest.approx(max(q, 1 - q), abs=1e-12)
+    support.assert_rank_error_sensitivity(tb["quantile_rank_error"], q)
 
 
 @pytest.mark.parametrize("q", [0.5, 0.9, 0.99, 0.999])
@@ -333,22 +305,8 @@ def test_rule_of_thumb_caveat_holds_on_the_gains(tb):
 
 # --- the book's data rule: data never makes a mechanism raise --------------
 
-DATA_CASES = {
-    "empty": [],
-    "one NaN record": [30, 40, np.nan, 50],
-    "one record out of range": [30, 40, 10_000, 50],
-    "one negative record": [30, 40, -7, 50],
-    "one non-numeric record": [30, 40, "forty", 50],
-    "None and pandas NA": pd.Series([30, None, pd.NA, 50], dtype=object),
-}
-CLEANED = {  # the same data after the rule: missing -> 0, clamped to 0..125
-    "empty": [],
-    "one NaN record": [30, 40, 0, 50],
-    "one record out of range": [30, 40, 125, 50],
-    "one negative record": [30, 40, 0, 50],
-    "one non-numeric record": [30, 40, 0, 50],
-    "None and pandas NA": [30, 0, 0, 50],
-}
+DATA_CASES = support.AGE_DATA_CASES  # ages declared in [0, 125]
+CLEANED = support.AGE_CLEANED  # the same after the rule
 MECHANISMS = {
     "smooth_median": lambda tb, v, g: tb["smooth_median"](v, 125, 1.0, g, 20),
     "ptr_median": lambda tb, v, g: tb["ptr_median"](
@@ -775,8 +733,7 @@ MISALIGNED_KEYS = (
 def test_a_typical_wrong_answer_fails_with_its_reason(
     tb, label, code, expected
 ):
-    message = assignments.wrong_answer_message(tb, STEM, label, code)
-    assert expected in message, message
+    assignments.assert_wrong_answer_fails(tb, STEM, label, code, expected)
 
 
 @pytest.mark.parametrize(
@@ -823,8 +780,7 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
     ],
 )
 def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
-    message = assignments.public_message(tb, STEM, label, code)
-    assert message is not None and expected in message, message
+    assignments.assert_public_checks_name(tb, STEM, label, code, expected)
 
 
 @pytest.mark.parametrize(
@@ -870,8 +826,7 @@ def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
     ],
 )
 def test_a_right_answer_in_another_form_passes(tb, label, code):
-    found = assignments.exercise(STEM, label)
-    assert assignments.failure(tb, found, code) is None, label
+    assignments.assert_answer_passes(tb, STEM, label, code)
 
 
 def test_the_judge_s_attack_rate_is_exact(tb):
@@ -929,5 +884,4 @@ def test_the_sampled_checks_accept_correct_answers_at_other_seeds(tb, seed):
         ("bgs-ex-attack-epsilon", attack),
         ("bgs-ex-sa-hours", blocks),
     ):
-        found = assignments.exercise(STEM, label)
-        assert assignments.failure(tb, found, code) is None, label
+        assignments.assert_answer_passes(tb, STEM, label, code)

@@ -5,13 +5,14 @@ namespace."""
 import ast
 import importlib.util
 import sys
-from contextlib import contextmanager
 
 import assignments
 import numpy as np
 import pandas as pd
 import pytest
+import support
 from scipy import stats
+from support import recording
 
 from conftest import (
     CHAPTERS_DIR,
@@ -31,25 +32,6 @@ import make_visits  # noqa: E402
 def tb():
     with chapter_kernel("dp-at-scale") as notebook:
         yield notebook
-
-
-@contextmanager
-def recording(tb, name):
-    """Wrap the chapter's function `name` so that every call's positional
-    arguments are recorded (the chapter's functions look it up by name
-    when they run); the original is restored afterwards."""
-    original = tb.namespace[name]
-    calls = []
-
-    def wrapper(*args, **kwargs):
-        calls.append(args)
-        return original(*args, **kwargs)
-
-    tb.namespace[name] = wrapper
-    try:
-        yield calls
-    finally:
-        tb.namespace[name] = original
 
 
 # --- the simulated data --------------------------------------------------------
@@ -843,9 +825,9 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
     tb, label, code, expected
 ):
     # The book's answer first, then the wrong part over it.
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    message = assignments.wrong_answer_message(tb, STEM, label, answer + code)
-    assert expected in message, message
+    assignments.assert_wrong_answer_fails(
+        tb, STEM, label, code, expected, over=True
+    )
 
 
 LAPLACE_THRESHOLDS = (
@@ -904,9 +886,9 @@ LAPLACE_THRESHOLDS = (
     ],
 )
 def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    message = assignments.public_message(tb, STEM, label, answer + code)
-    assert message is not None and expected in message, message
+    assignments.assert_public_checks_name(
+        tb, STEM, label, code, expected, over=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -946,9 +928,7 @@ def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
     ids=["group-numpy-3-figures", "select-numpy-floats", "quantile-rounded"],
 )
 def test_a_right_answer_in_another_form_passes(tb, label, code):
-    found = assignments.exercise(STEM, label)
-    answer = found["spec"].get("answer", "")
-    assert assignments.failure(tb, found, answer + code) is None, label
+    assignments.assert_answer_passes(tb, STEM, label, code, over=True)
 
 
 def test_the_group_solution_shows_the_q99_bound_below_certainty():
@@ -972,22 +952,6 @@ def test_the_group_solution_shows_the_q99_bound_below_certainty():
 
 
 # --- the partition-selection dial ----------------------------------------------
-
-
-def _stored_partition_dial():
-    import json  # noqa: PLC0415
-
-    cells = json.loads(
-        (CHAPTERS_DIR / "dp-at-scale.ipynb").read_text("utf-8")
-    )["cells"]
-    (data,) = [
-        output["data"]
-        for cell in cells
-        if cell["cell_type"] == "code"
-        for output in cell.get("outputs", [])
-        if "application/vnd.vegalite.v5+json" in output.get("data", {})
-    ]
-    return data
 
 
 def _vega(expression, signals, datum):
@@ -1057,14 +1021,8 @@ def test_stored_partition_dial_is_the_chapters_selection(tb):
     condition (p1(T) <= delta / k, and T - 1 would not); at several
     positions the curve is release_probability and the summary the
     expected number of released shops; Vega compiles the figure."""
-    import vl_convert  # noqa: PLC0415
 
-    data = _stored_partition_dial()
-    spec = data["application/vnd.vegalite.v5+json"]
-    text = data["text/plain"]
-    assert ("".join(text) if isinstance(text, list) else text) == (
-        spec["description"]
-    )
+    spec = support.stored_vega_lite("dp-at-scale")
     k = tb.value("K_CHOSEN")
     eps_param, delta_param = spec["params"]
     assert eps_param["value"] == tb.value("SELECT_EPSILON")
@@ -1110,8 +1068,7 @@ def test_stored_partition_dial_is_the_chapters_selection(tb):
     assert _run_layer(spec, 2, {"epsilon": 1.0, "log10_delta": -5})[0][
         "expected"
     ] == pytest.approx(glued_value("dp-at-scale", "scale_expected_released"))
-    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
-    assert {"epsilon", "log10_delta"} <= {s["name"] for s in vega["signals"]}
+    assert {"epsilon", "log10_delta"} <= support.vega_signals(spec)
 
 
 def test_dial_prose_numbers_from_the_geometric_tail():
@@ -1122,7 +1079,7 @@ def test_dial_prose_numbers_from_the_geometric_tail():
     import math  # noqa: PLC0415
 
     k = int(glued_value("dp-at-scale", "scale_k"))
-    spec = _stored_partition_dial()["application/vnd.vegalite.v5+json"]
+    spec = support.stored_vega_lite("dp-at-scale")
     (table,) = [
         rows for rows in spec["datasets"].values() if "shops" in rows[0]
     ]

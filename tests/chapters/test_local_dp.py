@@ -8,6 +8,7 @@ import assignments
 import nbformat
 import numpy as np
 import pytest
+import support
 
 from conftest import CHAPTERS_DIR, chapter_kernel, value_error_message
 
@@ -241,27 +242,10 @@ def chapter_cells():
 
 
 def test_stored_dial_is_vega_lite_5_with_a_labelled_slider():
-    import vl_convert  # noqa: PLC0415
 
-    outputs = [
-        output
-        for cell in chapter_cells()
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if "application/vnd.vegalite.v5+json" in output.get("data", {})
-    ]
-    assert len(outputs) == 1
-    data = outputs[0]["data"]
-    spec = data["application/vnd.vegalite.v5+json"]
+    spec = support.stored_vega_lite("local-dp")
     assert spec["$schema"].endswith("/vega-lite/v5.json")
-    assert data["text/plain"] == spec["description"]
-    (param,) = spec["params"]
-    bind = param["bind"]
-    assert param["name"] == "epsilon" and bind["input"] == "range"
-    assert bind["name"].strip() == "privacy parameter ε"
-    assert bind["min"] < param["value"] < bind["max"]
-    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
-    assert any(s["name"] == "epsilon" for s in vega["signals"])
+    support.assert_epsilon_slider(spec)
 
 
 def test_stored_dial_labels_its_lines_and_shares_no_legend_entry():
@@ -815,9 +799,9 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
     tb, label, code, expected
 ):
     # The book's answer first, then the wrong part over it.
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    message = assignments.wrong_answer_message(tb, STEM, label, answer + code)
-    assert expected in message, message
+    assignments.assert_wrong_answer_fails(
+        tb, STEM, label, code, expected, over=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -872,9 +856,9 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
 def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
     """What the student sees before submitting: the mistake is named,
     and the right value is not."""
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    message = assignments.public_message(tb, STEM, label, answer + code)
-    assert message and expected in message, message
+    assignments.assert_public_checks_name(
+        tb, STEM, label, code, expected, over=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -920,9 +904,7 @@ def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
     ],
 )
 def test_right_answers_in_other_forms_get_full_marks(tb, label, code):
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    found = assignments.exercise(STEM, label)
-    assert assignments.failure(tb, found, answer + code) is None
+    assignments.assert_answer_passes(tb, STEM, label, code, over=True)
 
 
 # --- what the text says (issue 42, items 4 and 6) ---------------------------

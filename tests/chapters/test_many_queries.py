@@ -4,6 +4,7 @@ in its namespace."""
 import assignments
 import numpy as np
 import pytest
+import support
 
 from conftest import CHAPTERS_DIR, chapter_kernel, value_error_message
 
@@ -489,30 +490,11 @@ def test_bad_input_raises_a_clear_value_error(mq, expression, words):
 
 
 def test_stored_dial_is_vega_lite_5_with_a_labelled_slider():
-    import nbformat  # noqa: PLC0415
-    import vl_convert  # noqa: PLC0415
 
-    notebook = nbformat.read(CHAPTERS_DIR / "many-queries.ipynb", 4)
-    outputs = [
-        output
-        for cell in notebook.cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if "application/vnd.vegalite.v5+json" in output.get("data", {})
-    ]
-    assert len(outputs) == 1
-    data = outputs[0]["data"]
-    spec = data["application/vnd.vegalite.v5+json"]
+    spec = support.stored_vega_lite("many-queries")
     assert spec["$schema"].endswith("/vega-lite/v5.json")
-    assert data["text/plain"] == spec["description"]
     assert len(spec["description"]) > 100
-    (param,) = spec["params"]
-    bind = param["bind"]
-    assert param["name"] == "epsilon" and bind["input"] == "range"
-    assert bind["name"].strip() == "privacy parameter ε"
-    assert bind["min"] < param["value"] < bind["max"]
-    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
-    assert any(s["name"] == "epsilon" for s in vega["signals"])
+    support.assert_epsilon_slider(spec)
 
 
 # --- the chapter's assignment (graded exercises, scripts/make_assignments.py)
@@ -582,9 +564,9 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
     mq, label, code, expected
 ):
     # The book's answer first, then the wrong part over it.
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    message = assignments.wrong_answer_message(mq, STEM, label, answer + code)
-    assert expected in message, message
+    assignments.assert_wrong_answer_fails(
+        mq, STEM, label, code, expected, over=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -674,9 +656,9 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
 def test_the_public_checks_catch_a_common_mistake(mq, label, code, expected):
     """What the student sees before submitting: the mistake is named,
     and the right value is not."""
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    message = assignments.public_message(mq, STEM, label, answer + code)
-    assert message and expected in message, message
+    assignments.assert_public_checks_name(
+        mq, STEM, label, code, expected, over=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -720,9 +702,7 @@ def test_the_public_checks_catch_a_common_mistake(mq, label, code, expected):
     ids=["prefix", "domain", "by-hand", "bias", "mwem"],
 )
 def test_right_answers_in_other_forms_get_full_marks(mq, label, code):
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    found = assignments.exercise(STEM, label)
-    assert assignments.failure(mq, found, answer + code) is None
+    assignments.assert_answer_passes(mq, STEM, label, code, over=True)
 
 
 # --- what the text says (issue 42, items 5 and 6) ---------------------------

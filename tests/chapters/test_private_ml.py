@@ -1046,11 +1046,6 @@ def test_the_untouched_student_notebook_scores_zero(ch):
     assignments.assert_stubs_score_zero(ch, STEM)
 
 
-def _answer(label):
-    # The book's answer for an exercise (a wrong part is written over it).
-    return assignments.exercise(STEM, label)["spec"].get("answer", "")
-
-
 def _batch_column(column, values):
     return f"batch_table = batch_table.assign(**{{{column!r}: {values}}})\n"
 
@@ -1162,10 +1157,9 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
     ch, label, code, expected
 ):
     # The book's answer first, then the wrong part over it.
-    message = assignments.wrong_answer_message(
-        ch, STEM, label, _answer(label) + code
+    assignments.assert_wrong_answer_fails(
+        ch, STEM, label, code, expected, over=True
     )
-    assert expected in message, message
 
 
 @pytest.mark.parametrize(
@@ -1261,10 +1255,9 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
     ],
 )
 def test_the_public_checks_catch_a_common_mistake(ch, label, code, expected):
-    message = assignments.public_message(
-        ch, STEM, label, _answer(label) + code
+    assignments.assert_public_checks_name(
+        ch, STEM, label, code, expected, over=True
     )
-    assert message is not None and expected in message, message
 
 
 RECALIBRATED = """
@@ -1314,5 +1307,4 @@ batch_table = _t.iloc[::-1]
     ],
 )
 def test_a_right_answer_in_another_form_gets_full_marks(ch, label, code):
-    found = assignments.exercise(STEM, label)
-    assert assignments.failure(ch, found, _answer(label) + code) is None
+    assignments.assert_answer_passes(ch, STEM, label, code, over=True)

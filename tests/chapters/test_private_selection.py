@@ -2,13 +2,14 @@
 run in its namespace."""
 
 import itertools
-from contextlib import contextmanager
 
 import assignments
 import numpy as np
 import pandas as pd
 import pytest
+import support
 from scipy import stats
+from support import recording
 
 from conftest import chapter_kernel, value_error_message
 
@@ -17,37 +18,6 @@ from conftest import chapter_kernel, value_error_message
 def tb():
     with chapter_kernel("private-selection") as notebook:
         yield notebook
-
-
-@contextmanager
-def recording(tb, name):
-    """Wrap the chapter's function `name` so that every call's positional
-    arguments are recorded (the chapter's functions look it up by name
-    when they run); the original is restored afterwards."""
-    original = tb.namespace[name]
-    calls = []
-
-    def wrapper(*args, **kwargs):
-        calls.append(args)
-        return original(*args, **kwargs)
-
-    tb.namespace[name] = wrapper
-    try:
-        yield calls
-    finally:
-        tb.namespace[name] = original
-
-
-def rank_errors(values, q, candidates):
-    """The rank error by its definition, independent of the chapter."""
-    values = np.asarray(values, dtype=float)
-    n = len(values)
-    return np.array(
-        [
-            max(0.0, np.sum(values < c) - q * n, q * n - np.sum(values <= c))
-            for c in candidates
-        ]
-    )
 
 
 def selection_probabilities(utilities, sensitivity, epsilon):
@@ -88,11 +58,8 @@ def test_exponential_mechanism_matches_exact_distribution(tb):
         "exponential_mechanism(_u, 1, 1.0, np.random.default_rng(11), "
         "40_000).tolist()"
     )
-    observed = np.bincount(draws, minlength=5)
-    expected = np.array(
-        tb.value("exponential_probabilities(_u, 1, 1.0).tolist()")
-    )
-    assert stats.chisquare(observed, expected * 40_000).pvalue > 1e-3
+    exact = tb.value("exponential_probabilities(_u, 1, 1.0).tolist()")
+    support.assert_counts_fit(np.bincount(draws, minlength=5), exact, 40_000)
 
 
 def test_occupation_candidates_do_not_depend_on_the_data(tb):
@@ -229,11 +196,8 @@ def test_gumbel_noisy_max_equals_exponential_mechanism(tb):
         "report_noisy_max(_u, 1, 1.0, np.random.default_rng(12), 'gumbel', "
         "40_000).tolist()"
     )
-    observed = np.bincount(draws, minlength=5)
-    expected = np.array(
-        tb.value("exponential_probabilities(_u, 1, 1.0).tolist()")
-    )
-    assert stats.chisquare(observed, expected * 40_000).pvalue > 1e-3
+    exact = tb.value("exponential_probabilities(_u, 1, 1.0).tolist()")
+    support.assert_counts_fit(np.bincount(draws, minlength=5), exact, 40_000)
 
 
 def test_laplace_noisy_max_is_a_different_mechanism(tb):
@@ -321,17 +285,7 @@ def test_quantile_utility_sensitivity_is_max_q_one_minus_q(tb, q):
     # and between the values: no rank error moves by more than
     # max(q, 1 - q), and some move by exactly that (1/2 for the median).
     # The chapter's rank error agrees with the definition on every table.
-    error = tb["quantile_rank_error"]
-    candidates = np.arange(-0.5, 5.0, 0.5)
-    worst = 0.0
-    for n in range(6):
-        for table in itertools.combinations_with_replacement(range(5), n):
-            base = error(list(table), q, candidates)
-            assert np.allclose(base, rank_errors(table, q, candidates))
-            for v in range(5):
-                moved = error(list(table) + [v], q, candidates)
-                worst = max(worst, np.abs(moved - base).max())
-    assert worst == pytest.approx(max(q, 1 - q), abs=1e-12)
+    support.assert_rank_error_sensitivity(tb["quantile_rank_error"], q)
 
 
 @pytest.mark.parametrize("q", [0.5, 0.9])
@@ -378,9 +332,9 @@ def test_private_quantile_draws_follow_the_exact_distribution(tb):
         )
         observed = np.bincount(draws.astype(int), minlength=6)
         expected = selection_probabilities(
-            -rank_errors(table, q, grid), max(q, 1 - q), 2.0
+            -support.rank_errors(table, q, grid), max(q, 1 - q), 2.0
         )
-        assert stats.chisquare(observed, expected * 40_000).pvalue > 1e-3
+        support.assert_counts_fit(observed, expected, 40_000)
 
 
 @pytest.mark.parametrize(
@@ -444,27 +398,13 @@ def test_interval_quantile_weights_use_max_q_one_minus_q(tb, q):
         [2, 3], q, (0, 10), eps, np.random.default_rng(19), 20_000
     )
     observed = np.bincount(np.searchsorted([2, 3], draws), minlength=3)
-    assert stats.chisquare(observed, expected * 20_000).pvalue > 1e-3
+    support.assert_counts_fit(observed, expected, 20_000)
 
 
 # --- the book's data rule: data never makes a mechanism raise --------------
 
-DATA_CASES = {
-    "empty": [],
-    "one NaN record": [30, 40, np.nan, 50],
-    "one record out of range": [30, 40, 10_000, 50],
-    "one negative record": [30, 40, -7, 50],
-    "one non-numeric record": [30, 40, "forty", 50],
-    "None and pandas NA": pd.Series([30, None, pd.NA, 50], dtype=object),
-}
-CLEANED = {  # the same data after the rule: missing -> 0, clamped to 0..125
-    "empty": [],
-    "one NaN record": [30, 40, 0, 50],
-    "one record out of range": [30, 40, 125, 50],
-    "one negative record": [30, 40, 0, 50],
-    "one non-numeric record": [30, 40, 0, 50],
-    "None and pandas NA": [30, 0, 0, 50],
-}
+DATA_CASES = support.AGE_DATA_CASES  # ages declared in [0, 125]
+CLEANED = support.AGE_CLEANED  # the same after the rule
 
 
 @pytest.mark.parametrize("case", list(DATA_CASES))
@@ -637,7 +577,7 @@ def test_svt_exact_probabilities_match_above_threshold(tb):
         """
     )
     observed = np.array(tb.value("_counts"))
-    assert stats.chisquare(observed, np.array(exact) * 20_000).pvalue > 1e-3
+    support.assert_counts_fit(observed, exact, 20_000)
 
 
 def test_above_threshold_loss_stays_below_epsilon(tb):
@@ -835,24 +775,6 @@ def test_non_generator_rng_is_rejected(tb, call):
 # --- the interactive selection figure (a Vega-Lite 5 specification) ---------
 
 
-def _stored_dial():
-    import nbformat  # noqa: PLC0415
-
-    from conftest import CHAPTERS_DIR  # noqa: PLC0415
-
-    cells = nbformat.read(
-        CHAPTERS_DIR / "private-selection.ipynb", as_version=4
-    ).cells
-    (data,) = [
-        output["data"]
-        for cell in cells
-        if cell.cell_type == "code"
-        for output in cell.get("outputs", [])
-        if "application/vnd.vegalite.v5+json" in output.get("data", {})
-    ]
-    return data
-
-
 @pytest.mark.parametrize(
     "args",
     [
@@ -870,7 +792,7 @@ def test_selection_dial_rejects_bad_inputs(tb, args):
 def _chart_probabilities(spec, epsilon):
     """The layer's transforms evaluated here, as Vega would (its
     expressions are Python once `datum.x` is a lookup and exp is numpy's)."""
-    rows = [dict(r) for r in max(spec["datasets"].values(), key=len)]
+    rows = [dict(r) for r in support.plotted_rows(spec)]
     for step in spec["layer"][0]["transform"]:
         if "joinaggregate" in step:
             (agg,) = step["joinaggregate"]
@@ -892,12 +814,9 @@ def test_stored_selection_dial_is_the_exponential_mechanism(tb):
     """The stored figure holds the chapter's occupation counts, in its
     order; at several epsilons its expressions give exactly
     exponential_probabilities; it starts at 0.01 in its glued range."""
-    import vl_convert  # noqa: PLC0415
 
-    data = _stored_dial()
-    spec = data["application/vnd.vegalite.v5+json"]
-    assert data["text/plain"] == spec["description"]
-    rows = max(spec["datasets"].values(), key=len)
+    spec = support.stored_vega_lite("private-selection")
+    rows = support.plotted_rows(spec)
     assert [r["candidate"] for r in rows] == tb.value("occupations.tolist()")
     assert [r["count"] for r in rows] == tb.value("counts.tolist()")
     (param,) = spec["params"]
@@ -910,8 +829,7 @@ def test_stored_selection_dial_is_the_exponential_mechanism(tb):
             f"exponential_probabilities(counts, 1, {epsilon}).tolist()"
         )
         assert shown == pytest.approx(expected, rel=1e-12, abs=1e-300)
-    vega = vl_convert.vegalite_to_vega(spec, vl_version="5.21")
-    assert "epsilon" in {s["name"] for s in vega["signals"]}
+    assert "epsilon" in support.vega_signals(spec)
 
 
 def test_selection_dial_prose_numbers_from_the_data():
@@ -919,7 +837,6 @@ def test_selection_dial_prose_numbers_from_the_data():
     probability at the glued epsilon, and its weight over the runner-up's,
     which is also the ratio of their probabilities and e^(eps * gap / 2)
     with sensitivity 1 and the factor 2 of the chapter's definition."""
-    import pandas as pd  # noqa: PLC0415
 
     from conftest import DATA_DIR, glued_value  # noqa: PLC0415
 
@@ -1107,9 +1024,9 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
     tb, label, code, expected
 ):
     # The book's answer first, then the wrong part over it.
-    answer = assignments.exercise(STEM, label)["spec"].get("answer", "")
-    message = assignments.wrong_answer_message(tb, STEM, label, answer + code)
-    assert expected in message, message
+    assignments.assert_wrong_answer_fails(
+        tb, STEM, label, code, expected, over=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -1174,8 +1091,7 @@ def test_a_typical_wrong_answer_fails_with_its_reason(
     ],
 )
 def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
-    message = assignments.public_message(tb, STEM, label, code)
-    assert message is not None and expected in message, message
+    assignments.assert_public_checks_name(tb, STEM, label, code, expected)
 
 
 @pytest.mark.parametrize(
@@ -1217,9 +1133,7 @@ def test_the_public_checks_catch_a_common_mistake(tb, label, code, expected):
     ],
 )
 def test_a_right_answer_in_another_form_passes(tb, label, code):
-    found = assignments.exercise(STEM, label)
-    answer = found["spec"].get("answer", "")
-    assert assignments.failure(tb, found, answer + code) is None, label
+    assignments.assert_answer_passes(tb, STEM, label, code, over=True)
 
 
 def test_the_judge_s_laplace_pick_rate_is_exact(tb):
@@ -1271,5 +1185,4 @@ def test_the_sampled_checks_accept_correct_answers_at_other_seeds(tb, seed):
         ("sel-ex-laplace", laplace),
         ("sel-ex-stream", stream),
     ):
-        found = assignments.exercise(STEM, label)
-        assert assignments.failure(tb, found, code) is None, label
+        assignments.assert_answer_passes(tb, STEM, label, code)

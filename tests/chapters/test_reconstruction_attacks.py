@@ -750,18 +750,17 @@ def recon_rounded_recovery(secret_bits, base, n_queries, n_trials, rng):
 def test_a_typical_wrong_answer_fails_with_its_reason(
     tb, label, code, expected
 ):
-    message = assignments.wrong_answer_message(tb, STEM, label, code)
-    assert expected in message, message
+    assignments.assert_wrong_answer_fails(tb, STEM, label, code, expected)
 
 
 def test_the_public_checks_catch_the_scale_read_as_epsilon(tb):
-    message = assignments.public_message(
+    assignments.assert_public_checks_name(
         tb,
         STEM,
         "recon-ex-budget",
         "eps_each = 10.0\neps_total = 10_000.0\npromise = 1.0\n",
+        "10 is the noise scale",
     )
-    assert message and "10 is the noise scale" in message
 
 
 def test_right_answers_in_other_forms_get_full_marks(tb):
@@ -771,14 +770,10 @@ def test_right_answers_in_other_forms_get_full_marks(tb):
         "eps_each = np.float32(0.1)\neps_total = np.int64(100)\n"
         "promise = 1.00\n"
     )
-    found = assignments.exercise(STEM, "recon-ex-budget")
-    assert assignments.failure(tb, found, code) is None
+    assignments.assert_answer_passes(tb, STEM, "recon-ex-budget", code)
     share = tb.value("float(suppressed_share)")
-    found = assignments.exercise(STEM, "recon-ex-suppress")
-    assert (
-        assignments.failure(tb, found, f"suppressed_share = {share:.3g}")
-        is None
-    )
+    code = f"suppressed_share = {share:.3g}"
+    assignments.assert_answer_passes(tb, STEM, "recon-ex-suppress", code)
 
 
 def test_an_epsilon_too_small_for_a_float_scale_is_refused(tb):
