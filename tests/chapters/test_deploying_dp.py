@@ -848,6 +848,7 @@ def test_later_deployments_are_the_published_values(tb):
     assert glued_value(STEM, "dep_eps_gboard_high") == 13.69
     assert glued_value(STEM, "dep_eps_israel") == 9.98
     assert glued_value(STEM, "dep_eps_apple_day") == 16.0
+    assert glued_value(STEM, "dep_eps_apple_report") == 2.0
 
 
 def test_wikipedia_epsilon_is_the_tight_conversion_of_its_rho(tb):
