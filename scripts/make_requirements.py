@@ -14,6 +14,7 @@ It writes
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import textwrap
@@ -108,6 +109,7 @@ def older(version: str) -> str:
     return f"{major}.{int(minor) - 1}"
 
 
+@functools.cache
 def data_files(chapter: str) -> list[str]:
     """The files of data/ that the chapter's code reads (their names in
     its code cells), in file-name order."""

@@ -271,7 +271,7 @@ def match_log(executed, log: list[dict]) -> dict[int, dict]:
     """{index of a code cell: its log entry}. The log has one entry per
     cell the kernel ran (nbclient does not run an empty cell), matched by
     the cell's id where the kernel knew it, else by its source, in
-    order."""
+    order (else in order alone)."""
     unused = list(log)
     recorded = {}
     for index, cell in enumerate(executed.cells):
@@ -281,7 +281,9 @@ def match_log(executed, log: list[dict]) -> dict[int, dict]:
         entry = next(
             (e for e in unused if e["cell"] and e["cell"] == cell.get("id")),
             None,
-        ) or next((e for e in unused if e.get("source") == digest), None)
+        ) or next(
+            (e for e in unused if e.get("source") in (digest, None)), None
+        )
         if entry is not None:
             unused.remove(entry)
         recorded[index] = entry or {"figures": [], "glue": {}}
