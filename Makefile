@@ -4,6 +4,8 @@
 #   make check    the fast loop while writing: lint, the tests of the
 #                 chapters you changed, nbval on the notebooks you changed
 #                 (ALL=1: every chapter's tests)
+#   make refresh-reader-lock  let the newest library versions into the
+#                 reader lock, if the chapters still print the book's numbers
 #   make assignments  every chapter's graded assignment (nbgrader) into
 #                 _build/assignments; `make grade CHAPTER=... SUBMISSIONS=...`
 #                 grades a folder of submitted notebooks into a CSV
@@ -32,7 +34,7 @@ APT_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended \
 CHANGED_NOTEBOOKS = $(shell { git diff --name-only HEAD -- 'chapters/*.ipynb'; \
 	git ls-files --others --exclude-standard -- 'chapters/*.ipynb'; } 2>/dev/null | sort -u)
 
-.PHONY: book serve test check lint format execute data pdf publish-pdfs student assignments grade bench system-deps clean
+.PHONY: book serve test check lint format execute data pdf publish-pdfs student assignments grade bench system-deps clean refresh-reader-lock
 
 # The toolchain needs Python 3.11 or newer (pandas 3); say so before pip does.
 # uv (pinned in constraints.txt) installs it, pip included (pinned too: the
@@ -143,6 +145,15 @@ data: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python scripts/bench.py
+
+# Resolves requirements.txt afresh on Python 3.13 (the newest versions the
+# readers' requirements allow today), prints what moved against
+# requirements/reader-lock-3.13.txt, runs every chapter with the new
+# versions and compares what it prints with the book; writes the lock only
+# if every chapter still prints the book's numbers, else names the cells
+# that changed (CHAPTERS="a b" runs only those).
+refresh-reader-lock: $(STAMP)
+	$(BIN)/python scripts/refresh_reader_lock.py $(if $(CHAPTERS),--chapters $(CHAPTERS))
 
 clean:
 	rm -rf _build .pytest_cache

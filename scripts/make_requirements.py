@@ -14,6 +14,7 @@ It writes
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import textwrap
@@ -30,6 +31,8 @@ PAGE = ROOT / "run-it-yourself.md"
 TAG = "reader-requirements"
 START = "<!-- chapter requirements: start (scripts/make_requirements.py) -->"
 END = "<!-- chapter requirements: end -->"
+NOTES_START = "<!-- install notes: start (scripts/make_requirements.py) -->"
+NOTES_END = "<!-- install notes: end -->"
 
 # How a package is named in prose.
 NAMES = {
@@ -87,16 +90,12 @@ def chapter_lines(config: dict, chapter: str) -> list[str]:
 
 
 def extra_lines(config: dict, chapter: str) -> list[str]:
-    """What a chapter needs beyond the core, merged with the core's bounds
-    where it tightens one (a core package with an upper bound is listed:
-    Colab's own copy may be too new)."""
-    own = config["chapters"][chapter] or []
-    names = {Requirement(line).name.lower() for line in own}
-    return [
-        line
-        for line in chapter_lines(config, chapter)
-        if Requirement(line).name.lower() in names
-    ]
+    """What a chapter needs beyond the core, as its own list says: the
+    Colab line. A core package the chapter lists again (with an upper
+    bound: Colab's own copy may be too new) keeps the chapter's bounds,
+    not the core's lower bound, which Colab's copy may not meet and need
+    not (it would reinstall a package Colab has)."""
+    return merged(config["chapters"][chapter] or [])
 
 
 def python_range(config: dict) -> str:
@@ -104,10 +103,51 @@ def python_range(config: dict) -> str:
     return f"Python {versions[0]} to {versions[-1]}"
 
 
-def requirements_file(lines: list[str], what: str) -> str:
+def older(version: str) -> str:
+    """The Python before `version` ("3.11" -> "3.10")."""
+    major, minor = version.split(".")
+    return f"{major}.{int(minor) - 1}"
+
+
+@functools.cache
+def data_files(chapter: str) -> list[str]:
+    """The files of data/ that the chapter's code reads (their names in
+    its code cells), in file-name order."""
+    notebook = nbformat.read(
+        ROOT / "chapters" / f"{chapter}.ipynb", as_version=4
+    )
+    code = "\n".join(c.source for c in notebook.cells if c.cell_type == "code")
+    return [
+        path.name
+        for path in sorted((ROOT / "data").glob("*.csv"))
+        if path.name in code
+    ]
+
+
+def download(path: str, text: str | None = None) -> str:
+    """A {download} role for a file of the book's source tree (a path from
+    its root: Sphinx serves it under its own name)."""
+    return f"{{download}}`{text or Path(path).name} </{path}>`"
+
+
+def laptop_commands(file_name: str) -> list[str]:
+    """The commands that install `file_name` (saved in the current folder)
+    into a new venv and open JupyterLab: [Linux and macOS, Windows...]."""
+    return [
+        f"python3 -m venv .venv && .venv/bin/pip install -r {file_name} "
+        "&& .venv/bin/jupyter lab",
+        "py -m venv .venv",
+        f".venv\\Scripts\\pip install -r {file_name}",
+        ".venv\\Scripts\\jupyter lab",
+    ]
+
+
+def requirements_file(lines: list[str], what: str, oldest: str) -> str:
     header = textwrap.fill(
         f"What a reader installs to run {what}, in a fresh virtual "
-        "environment (JupyterLab included). Generated from "
+        "environment (JupyterLab included). On an older Python than "
+        f"{oldest}, pip stops at NumPy, saying that its versions here "
+        f"need 'Requires-Python >={oldest}'. Generated from "
         "requirements/chapters.yml by scripts/make_requirements.py: edit "
         "that file, not this one. The exact toolchain that builds and tests "
         "the book is requirements-dev.txt pinned by constraints.txt.",
@@ -144,31 +184,42 @@ def chapter_box(config: dict, chapter: str) -> str:
         for n in package_names(extra)
         if n not in package_names(config["core"])
     ]
+    oldest = config["python"][0]
+    data = [download(f"data/{name}") for name in data_files(chapter)]
+    file_name = f"{chapter}.txt"
+    linux, *windows = laptop_commands(file_name)
     lines = [
         "```{admonition} Run this chapter yourself",
         ":class: seealso",
         "",
+        f"This chapter runs on {python_range(config)} with {core}"
+        + (f", plus {spoken_list(own)}." if own else " alone.")
+        + f" It reads {spoken_list(data)}: save "
+        + ("it" if len(data) == 1 else "them")
+        + " in the notebook's folder.",
+        "",
     ]
     if extra:
         lines += [
-            f"This chapter runs on {python_range(config)} with {core}, "
-            f"plus {spoken_list(own)}. In Colab, run this line in a cell "
-            "first:",
-            "",
-            f"`{colab_line(extra)}`",
+            f"In Colab, run this line in a cell first: `{colab_line(extra)}`",
             "",
         ]
     else:
-        lines += [
-            f"This chapter runs on {python_range(config)} with {core} "
-            "alone: Colab has them all, so there is nothing to install "
-            "there.",
-            "",
-        ]
+        lines += ["In Colab there is nothing to install.", ""]
     lines += [
-        f"On a laptop, `requirements/{chapter}.txt` holds what this chapter "
-        "needs and `requirements.txt` what every chapter needs; the page "
-        "{ref}`run-it-yourself` has the commands and the data file.",
+        f"On a laptop with Python {oldest} or newer, save "
+        f"{download(f'requirements/{file_name}')} in the same folder and "
+        f"run `{linux}` on Linux or macOS, or on Windows `{windows[0]}`, "
+        f"then `{windows[1]}`, then `{windows[2]}`. On Python "
+        f"{older(oldest)} or older pip stops at NumPy (its message says "
+        f"'Requires-Python >={oldest}'): install a newer Python first.",
+    ]
+    note = (config.get("notes") or {}).get(chapter)
+    if note:
+        lines += ["", note.strip()]
+    lines += [
+        "",
+        "The page {ref}`run-it-yourself` has the details.",
         "```",
     ]
     return "\n".join(lines)
@@ -183,21 +234,20 @@ def page_table(config: dict, titles: dict[str, str]) -> str:
     for chapter in config["chapters"]:
         extra = extra_lines(config, chapter)
         own = [n for n in package_names(extra) if n not in core]
-        download = (
-            f"{{download}}`requirements/{chapter}.txt "
-            f"<requirements/{chapter}.txt>`"
+        laptop = download(f"requirements/{chapter}.txt")
+        reads = "reads " + spoken_list(
+            [f"`{name}`" for name in data_files(chapter)]
         )
-        if extra:
-            rows.append(
-                f"- **{titles.get(chapter, chapter)}**: "
-                f"{', '.join(own)}. In Colab: `{colab_line(extra)}`. "
-                f"On a laptop: {download}."
-            )
-        else:
-            rows.append(
-                f"- **{titles.get(chapter, chapter)}**: the core alone "
-                f"(nothing to install in Colab). On a laptop: {download}."
-            )
+        needs = ", ".join(own) if own else "the core alone"
+        colab = (
+            f"In Colab: `{colab_line(extra)}`."
+            if extra
+            else "Nothing to install in Colab."
+        )
+        rows.append(
+            f"- **{titles.get(chapter, chapter)}**: {needs}; {reads}. "
+            f"{colab} On a laptop: {laptop}."
+        )
     return "\n".join(rows)
 
 
@@ -218,28 +268,44 @@ def expected_files(config: dict) -> dict[Path, str]:
     every = []
     for chapter in config["chapters"]:
         every += config["chapters"][chapter] or []
+    oldest = config["python"][0]
     files = {
         ROOT / "requirements.txt": requirements_file(
             merged(config["core"] + every + config["laptop"]),
             f"every chapter of the book ({python_range(config)})",
+            oldest,
         )
     }
     for chapter in config["chapters"]:
         files[ROOT / "requirements" / f"{chapter}.txt"] = requirements_file(
             merged(chapter_lines(config, chapter) + config["laptop"]),
             f"the chapter {chapter} ({python_range(config)})",
+            oldest,
         )
     return files
 
 
+def page_notes(config: dict, titles: dict[str, str]) -> str:
+    """The chapters' install notes (the same as in their boxes), one
+    paragraph each."""
+    return "\n\n".join(
+        f"**{titles.get(chapter, chapter)}.** {note.strip()}"
+        for chapter, note in (config.get("notes") or {}).items()
+    )
+
+
+def replaced(text: str, start: str, end: str, content: str) -> str:
+    if start not in text or end not in text:
+        raise ValueError(f"{PAGE.name} lacks the marker comment {start}")
+    before, rest = text.split(start, 1)
+    _, after = rest.split(end, 1)
+    return f"{before}{start}\n{content}\n{end}{after}"
+
+
 def expected_page(config: dict) -> str:
-    text = PAGE.read_text()
-    if START not in text or END not in text:
-        raise ValueError(f"{PAGE.name} lacks the marker comments")
-    before, rest = text.split(START, 1)
-    _, after = rest.split(END, 1)
-    table = page_table(config, chapter_titles())
-    return f"{before}{START}\n{table}\n{END}{after}"
+    titles = chapter_titles()
+    text = replaced(PAGE.read_text(), START, END, page_table(config, titles))
+    return replaced(text, NOTES_START, NOTES_END, page_notes(config, titles))
 
 
 def notebook_boxes(config: dict) -> dict[Path, tuple[object, bool]]:

@@ -93,3 +93,44 @@ def test_download_keeps_the_code_and_the_numbers(downloads, chapter):
     )
     missing = [value for value in shown if value not in text]
     assert shown and not missing, missing[:5]
+
+
+DOWNLOAD_LINK = re.compile(
+    r'class="reference download[^"]*"[^>]*href="([^"]+)"'
+)
+
+
+@pytest.mark.parametrize("chapter", chapter_notebooks(), ids=lambda p: p.stem)
+def test_the_box_links_files_the_site_serves_as_its_commands_name_them(
+    downloads, chapter
+):
+    """The chapter's box on the site links its requirements file and its
+    data files; the site serves each under its own name (so a browser
+    saves the requirements as <chapter>.txt), and the install commands in
+    the box, on the page and in the downloaded notebook, name that file."""
+    page = (HTML_DIR / "chapters" / f"{chapter.stem}.html").read_text()
+    served = {}
+    for href in DOWNLOAD_LINK.findall(page):
+        path = (HTML_DIR / "chapters" / html.unescape(href)).resolve()
+        assert path.exists(), href
+        served[path.name] = path
+    own = f"{chapter.stem}.txt"
+    assert own in served, sorted(served)
+    assert served[own].read_text() == (ROOT / "requirements" / own).read_text()
+    code = "\n".join(
+        cell.source
+        for cell in nbformat.read(chapter, as_version=4).cells
+        if cell.cell_type == "code"
+    )
+    for name in served:
+        if name.endswith(".csv"):
+            assert name in code  # a data file the chapter reads
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert f".venv/bin/pip install -r {own}" in text
+    assert f".venv\\Scripts\\pip install -r {own}" in text
+    box = next(
+        cell.source
+        for cell in downloads[chapter.stem].cells
+        if cell.cell_type == "markdown" and "pip install -r" in cell.source
+    )
+    assert f"`{own}`" in box and f"pip install -r {own}" in box

@@ -9,7 +9,14 @@ site alone beside its data, in Jupyter. We do that on two installed Pythons:
   checked to hold exactly that), so a chapter that imports what it does
   not declare fails;
 - the newest one installed here, where every chapter runs in one venv
-  holding requirements.txt, the one command for the whole book.
+  holding requirements.txt as locked in requirements/reader-lock-3.13.txt:
+  the newest versions the requirements allowed when the lock was last
+  refreshed (`make refresh-reader-lock`), so an upstream release cannot
+  change what these runs print unseen.
+Each run is compared with the stored notebook by what it prints
+(scripts/reader_outputs.py: printed text and tables, glued values, errors
+and figures, numbers to the tolerance of nbval): a difference fails,
+naming the chapter, the cell and the package versions.
 That pip resolves the requirements on every supported Python, 3.14
 included, is checked without installing, in test_reader_requirements.py.
 """
@@ -24,6 +31,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import nbformat
 import pytest
 import yaml
 
@@ -36,12 +44,17 @@ from conftest import (
     selected_params,
 )
 
+sys.path.insert(0, str(ROOT / "scripts"))
+import reader_outputs  # noqa: E402
+
 SUPPORTED = yaml.safe_load(
     (ROOT / "requirements" / "chapters.yml").read_text()
 )["python"]
 # The oldest supported Python, and the newest that this machine's package
 # sources offer (Debian's and pyenv's; 3.14 is not among them yet).
 INSTALLED = [SUPPORTED[0], "3.13"]
+# What the newest Python's venv holds: requirements.txt as last resolved.
+LOCK = ROOT / "requirements" / f"reader-lock-{INSTALLED[-1]}.txt"
 
 
 def find_python(version: str) -> str | None:
@@ -135,7 +148,8 @@ PROBE = (
 )
 DISTRIBUTIONS = (
     "import importlib.metadata as m, json; "
-    "print(json.dumps(sorted({d.metadata['Name'] for d in m.distributions()})))"
+    "print(json.dumps({d.metadata['Name']: d.version "
+    "for d in m.distributions()}))"
 )
 
 
@@ -144,8 +158,8 @@ def normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def distributions(venv: Path) -> set[str]:
-    """The distributions installed in the venv, names normalized."""
+def distributions(venv: Path) -> dict[str, str]:
+    """{distribution: version} installed in the venv, names normalized."""
     listed = subprocess.run(
         [str(venv / "python"), "-c", DISTRIBUTIONS],
         capture_output=True,
@@ -153,7 +167,10 @@ def distributions(venv: Path) -> set[str]:
         check=True,
         env=READER_ENV,
     )
-    return {normalized(name) for name in json.loads(listed.stdout)}
+    return {
+        normalized(name): version
+        for name, version in json.loads(listed.stdout).items()
+    }
 
 
 def importable(venv: Path, modules: list[str]) -> list[str]:
@@ -200,12 +217,37 @@ def sync_reader_venv(python: str, folder: Path, requirements: Path):
             env=UV_ENV,
         )
         assert done.returncode == 0, done.stderr[-3000:]
-    names = {
+    return folder / "bin", pinned_names(resolved)
+
+
+def pinned_names(resolved: Path) -> set[str]:
+    """The distributions a resolution (`name==version` lines) names."""
+    return {
         normalized(line.split("==")[0].strip())
         for line in resolved.read_text().splitlines()
         if "==" in line and not line.lstrip().startswith("#")
     }
-    return folder / "bin", names
+
+
+def venv_from_lock(python: str, folder: Path, lock: Path):
+    """A fresh venv at ``folder`` holding exactly the lock (uv pip sync).
+    Returns the bin folder and the names of the locked distributions."""
+    for command in (
+        ["venv", "--quiet", "--python", python, str(folder)],
+        [
+            "pip",
+            "sync",
+            "--quiet",
+            "--python",
+            str(folder / "bin" / "python"),
+            str(lock),
+        ],
+    ):
+        done = subprocess.run(
+            [str(UV), *command], capture_output=True, text=True, env=UV_ENV
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    return folder / "bin", pinned_names(lock)
 
 
 # The lanes of reader runs side by side. Under pytest-xdist the other
@@ -239,9 +281,15 @@ def reader_python(request):
 # kernel, numpy, pandas and matplotlib from source in every run: measured
 # here, 10 s of CPU for a notebook that only imports them, 4.5 s once the
 # bytecode is written (uv, unlike pip, writes none at install).
+# The kernel draws its figures inline, as a reader's does (a forced
+# backend such as Agg would show none), and records what the chapter
+# prints, glues and plots for the comparison (reader_outputs).
 READER_ENV = {
-    **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-    "MPLBACKEND": "Agg",
+    **{
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONDONTWRITEBYTECODE", "MPLBACKEND")
+    },
     "PYTHONPATH": "",
 }
 
@@ -251,8 +299,10 @@ def reader_runs(request, reader_python, html_build, tmp_path_factory):
     """Each selected chapter's download run in a reader's venv, in a folder
     of its own with only its data.
 
-    Returns {"errors": {notebook: error, None if it ran}, "venvs": [what
-    each venv could import when its chapters ran]}.
+    Returns {"errors": {notebook: error, None if it ran}, "printed":
+    {notebook: [where it printed other numbers than the book]},
+    "versions": {notebook: {package: version} of its venv}, "venvs":
+    [what each venv could import when its chapters ran]}.
 
     On the oldest Python a chapter runs in a venv holding exactly what its
     own requirements/<chapter>.txt resolves to. Chapters whose requirements
@@ -260,7 +310,8 @@ def reader_runs(request, reader_python, html_build, tmp_path_factory):
     that uv syncs to the next requirements in turn (adding and removing
     packages), so the bytecode of the packages every chapter needs is
     written once per lane, not once per chapter (about 5 s of CPU each). On
-    the newest Python every chapter runs in one venv of requirements.txt.
+    the newest Python every chapter runs in one venv holding the lock of
+    requirements.txt.
     """
     # The file the book's download button offers, not the source notebook.
     assert html_build.returncode == 0
@@ -275,8 +326,11 @@ def reader_runs(request, reader_python, html_build, tmp_path_factory):
             shutil.copy(data_file, folder)
         return folder / notebook.name
 
-    def run_batch(venv: Path, notebooks) -> dict:
-        """{notebook: error or None} for notebooks sharing one venv."""
+    recording = {**READER_ENV, **reader_outputs.kernel_environment()}
+
+    def run_batch(venv: Path, notebooks) -> tuple[dict, dict]:
+        """({notebook: error or None}, {notebook: [printed differences]})
+        for notebooks sharing one venv."""
         copies = {notebook: copy_download(notebook) for notebook in notebooks}
         run = subprocess.run(
             [
@@ -286,22 +340,29 @@ def reader_runs(request, reader_python, html_build, tmp_path_factory):
             ],
             capture_output=True,
             text=True,
-            env=READER_ENV,
+            env=recording,
         )
         reported = {}
         for line in run.stdout.splitlines():
             if line.startswith("{"):
                 result = json.loads(line)
                 reported[result["notebook"]] = result["error"]
-        return {
+        errors = {
             notebook: reported.get(
                 str(copy),
                 f"not run (exit {run.returncode}):\n{run.stderr[-3000:]}",
             )
             for notebook, copy in copies.items()
         }
+        printed = {
+            notebook: compare_printed(notebook, copy.parent)
+            for notebook, copy in copies.items()
+            if errors[notebook] is None
+        }
+        return errors, printed
 
     def probe(venv: Path, requirements: Path, names: set, notebooks):
+        installed = distributions(venv)
         optional = [
             module
             for name, module in OPTIONAL_MODULES.items()
@@ -317,15 +378,16 @@ def reader_runs(request, reader_python, html_build, tmp_path_factory):
             # What the venv holds that the resolution does not name, and
             # what it names that the venv lacks: both empty for a venv
             # that holds exactly the chapter's requirements.
-            "extra": sorted(distributions(venv) - names),
-            "missing": sorted(names - distributions(venv)),
+            "extra": sorted(set(installed) - names),
+            "missing": sorted(names - set(installed)),
+            "versions": installed,
         }
 
     def run_lane(numbered: tuple[int, list]) -> tuple[dict, list]:
         """Sync the lane's venv to each group's requirements, probe it, run
         the group's chapters in it."""
         number, lane = numbered
-        errors, probes = {}, []
+        errors, printed, probes = {}, {}, []
         for requirements, notebooks in lane:
             venv, names = (
                 sync_reader_venv(python, base / f"lane-{number}", requirements)
@@ -333,12 +395,17 @@ def reader_runs(request, reader_python, html_build, tmp_path_factory):
                 else shared_venv
             )
             probes.append(probe(venv, requirements, names, notebooks))
-            errors.update(run_batch(venv, notebooks))
-        return errors, probes
+            batch_errors, batch_printed = run_batch(venv, notebooks)
+            errors.update(batch_errors)
+            printed.update(batch_printed)
+        return errors, printed, probes
 
     # The chapters this run selected (all of them when only the venv
     # checks were selected).
-    selected = selected_params(request, "notebook") or chapter_notebooks()
+    selected = (
+        list(dict.fromkeys(selected_params(request, "notebook")))
+        or chapter_notebooks()
+    )
     if oldest:
         groups: dict[tuple[str, ...], tuple[Path, list]] = {}
         for notebook in selected:
@@ -353,18 +420,42 @@ def reader_runs(request, reader_python, html_build, tmp_path_factory):
             )
         lanes = [lane for lane in lanes if lane]
     else:
-        everything = ROOT / "requirements.txt"
-        shared_venv = sync_reader_venv(python, base / "venv", everything)
+        shared_venv = venv_from_lock(python, base / "venv", LOCK)
         lanes = [
-            [(everything, selected[lane::LANES])]
+            [(LOCK, selected[lane::LANES])]
             for lane in range(min(LANES, len(selected)))
         ]
-    errors, probes = {}, []
+    errors, printed, probes = {}, {}, []
     numbered = list(enumerate(lanes))
-    for lane_errors, lane_probes in run_parallel_lists(run_lane, numbered):
+    for lane_errors, lane_printed, lane_probes in run_parallel_lists(
+        run_lane, numbered
+    ):
         errors.update(lane_errors)
+        printed.update(lane_printed)
         probes.extend(lane_probes)
-    return {"errors": errors, "venvs": probes}
+    versions = {
+        Path(ROOT / "chapters" / f"{chapter}.ipynb"): venv["versions"]
+        for venv in probes
+        for chapter in venv["chapters"]
+    }
+    return {
+        "errors": errors,
+        "printed": printed,
+        "versions": versions,
+        "venvs": probes,
+    }
+
+
+def compare_printed(notebook: Path, folder: Path) -> list[str]:
+    """Where the run in `folder` printed other numbers than the stored
+    chapter (scripts/reader_outputs.py)."""
+    figures = ROOT / "tests" / "figures" / f"{notebook.stem}.json"
+    return reader_outputs.differences(
+        nbformat.read(notebook, as_version=4),
+        nbformat.read(folder / "executed.ipynb", as_version=4),
+        reader_outputs.read_log(folder / reader_outputs.LOG_NAME),
+        json.loads(figures.read_text()) if figures.exists() else {},
+    )
 
 
 def run_parallel_lists(function, lanes: list) -> list:
@@ -408,7 +499,55 @@ def test_a_chapter_venv_holds_only_what_its_chapter_declares(
         assert module in core_only["absent_checked"], core_only
 
 
+def test_the_newest_python_runs_the_lock(reader_runs, reader_python):
+    """On the newest Python the chapters run with exactly the versions of
+    requirements/reader-lock-3.13.txt: a release upstream changes nothing
+    here until `make refresh-reader-lock` lets it in."""
+    if reader_python[0] != INSTALLED[-1]:
+        pytest.skip("the oldest Python runs each chapter's requirements")
+    locked = {
+        normalized(line.split("==")[0]): line.split("==")[1].split()[0]
+        for line in LOCK.read_text().splitlines()
+        if "==" in line and not line.lstrip().startswith("#")
+    }
+    for venv in reader_runs["venvs"]:
+        assert venv["requirements"] == LOCK.name, venv["requirements"]
+        assert not venv["extra"] and not venv["missing"], venv
+        assert {name: venv["versions"][name] for name in locked} == locked
+
+
 @pytest.mark.parametrize("notebook", chapter_notebooks(), ids=lambda p: p.stem)
 def test_downloaded_chapter_runs_in_plain_jupyter(reader_runs, notebook):
     error = reader_runs["errors"][notebook]
     assert error is None, error
+
+
+def chapter_versions(notebook: Path, installed: dict[str, str]) -> str:
+    """'numpy 2.4.6, pandas 3.1.1, ...': the versions of the packages the
+    chapter's requirements name, as its venv held them."""
+    names = [
+        normalized(re.split(r"[<>=!~;\[ ]", line)[0])
+        for line in requirement_lines(
+            ROOT / "requirements" / f"{notebook.stem}.txt"
+        )
+    ]
+    return ", ".join(
+        f"{name} {installed.get(name, '(not installed)')}" for name in names
+    )
+
+
+@pytest.mark.parametrize("notebook", chapter_notebooks(), ids=lambda p: p.stem)
+def test_downloaded_chapter_prints_the_books_numbers(
+    reader_runs, reader_python, notebook
+):
+    """A reader's run prints what the book prints: every printed and glued
+    number, table cell, error and figure of the stored chapter."""
+    if reader_runs["errors"][notebook] is not None:
+        pytest.skip("the chapter did not run (see the test above)")
+    found = reader_runs["printed"][notebook]
+    assert not found, (
+        f"{notebook.stem} on Python {reader_python[0]} prints other numbers "
+        f"than the book with "
+        f"{chapter_versions(notebook, reader_runs['versions'][notebook])}:\n"
+        + "\n".join(found[:20])
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,7 @@ import pytest
 import yaml
 from packaging.markers import Marker
 from packaging.requirements import Requirement
+from packaging.version import Version
 
 from conftest import ROOT, chapter_notebooks, run_parallel
 
@@ -43,10 +45,11 @@ def applies(requirement: Requirement, version: str) -> bool:
     return Marker(str(requirement.marker)).evaluate(environment)
 
 
-def lines_for(version: str) -> list[str]:
-    """requirements.txt as a reader on `version` gets it: markers applied."""
+def lines_for(version: str, path: Path = ROOT / "requirements.txt"):
+    """A requirements file as a reader on `version` gets it: markers
+    applied."""
     found = []
-    for line in (ROOT / "requirements.txt").read_text().splitlines():
+    for line in path.read_text().splitlines():
         line = line.split("#")[0].strip()
         if line:
             requirement = Requirement(line)
@@ -56,9 +59,9 @@ def lines_for(version: str) -> list[str]:
     return found
 
 
-def resolve(version: str) -> dict:
+def resolve(version: str, path: Path | None = None) -> dict:
     """pip's and uv's answers for every requirement on `version`."""
-    lines = lines_for(version)
+    lines = lines_for(version, path or ROOT / "requirements.txt")
     binary = [
         line for line in lines if Requirement(line).name not in SOURCE_ONLY
     ]
@@ -116,10 +119,66 @@ def resolve(version: str) -> dict:
     return {"pip": pip, "installed": installed, "uv": uv, "lines": lines}
 
 
+# The Python just older than the supported ones, and a chapter file with
+# the core alone: pip must refuse both there, at NumPy.
+OLDER = "3.{}".format(int(SUPPORTED[0].split(".")[1]) - 1)
+CORE_ONLY = ROOT / "requirements" / "deidentification.txt"
+
+
+def older_python() -> str | None:
+    """An installed interpreter of the OLDER Python (pyenv's, or on PATH)."""
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates = sorted(pyenv_root.glob(f"versions/{OLDER}.*/bin/python3"))
+    candidates.append(shutil.which(f"python{OLDER}"))
+    for candidate in candidates:
+        if (
+            candidate
+            and subprocess.run([str(candidate), "-c", "pass"]).returncode == 0
+        ):
+            return str(candidate)
+    return None
+
+
+def attempt_older(path: Path | None) -> dict:
+    """What a reader's pip answers on the OLDER Python for a requirements
+    file: that interpreter's own pip where one is installed (pip prints
+    which versions it ignored for their Requires-Python only on the
+    Python itself, not under --python-version), else the toolchain's pip
+    told the version."""
+    python = older_python()
+    if python is None:
+        return {**resolve(OLDER, path), "real": False}
+    pip = subprocess.run(
+        [
+            python,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--ignore-installed",
+            "--disable-pip-version-check",
+            "--requirement",
+            str(path or ROOT / "requirements.txt"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    return {"pip": pip, "real": True}
+
+
 @pytest.fixture(scope="module")
 def resolutions():
-    """{version: resolve(version)}, the versions side by side (network-bound)."""
-    return run_parallel(resolve, SUPPORTED)
+    """{version: resolve(version)}, the versions side by side (network-bound),
+    and (OLDER, file) for the older Python's attempts."""
+    attempts = [*SUPPORTED, (OLDER, "requirements.txt"), (OLDER, "core")]
+
+    def attempt(what):
+        if isinstance(what, tuple):
+            return attempt_older(CORE_ONLY if what[1] == "core" else None)
+        return resolve(what)
+
+    return run_parallel(attempt, attempts)
 
 
 def test_generated_files_agree_with_their_source():
@@ -189,3 +248,110 @@ def test_readme_and_setup_cell_name_the_supported_pythons():
         low = tuple(int(part) for part in SUPPORTED[0].split("."))
         assert f"sys.version_info < {low}" in setup.source, path.stem
         assert re.search(rf"{SUPPORTED[0]}.*{SUPPORTED[-1]}", setup.source)
+
+
+# --- what the readers' Pythons resolve is what the reader runs checked ---
+
+LOCK = ROOT / "requirements" / "reader-lock-3.13.txt"
+
+
+def pins(path: Path) -> dict[str, str]:
+    """{name: version} of the `name==version` lines of a pinned file."""
+    found = {}
+    for line in path.read_text().splitlines():
+        line = line.split("#")[0].strip()
+        match = re.match(r"^([A-Za-z0-9._-]+)==([^\s;]+)", line)
+        if match:
+            found[re.sub(r"[-_.]+", "-", match.group(1)).lower()] = (
+                match.group(2)
+            )
+    return found
+
+
+def series(version: str) -> tuple[int, int]:
+    return Version(version).release[:2]
+
+
+def test_the_lock_holds_what_requirements_txt_asks():
+    """The lock the newest Python's reader runs install is a resolution of
+    today's requirements.txt (a bound added since the last refresh makes
+    this fail: run `make refresh-reader-lock`)."""
+    assert "make refresh-reader-lock" in LOCK.read_text()
+    locked = pins(LOCK)
+    for line in lines_for("3.13"):
+        requirement = Requirement(line)
+        name = requirement.name.lower()
+        assert name in locked, f"{LOCK.name} lacks {name}"
+        assert requirement.specifier.contains(locked[name]), (
+            f"{LOCK.name} pins {name} {locked[name]}, which requirements.txt "
+            f"no longer allows ({line}): run `make refresh-reader-lock`"
+        )
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+def test_every_python_resolves_versions_the_reader_runs_checked(
+    resolutions, version
+):
+    """Each package a chapter imports resolves, on every supported Python,
+    to a release series (major.minor) the reader runs print the book's
+    numbers with: the toolchain's pin (the oldest Python's runs) or the
+    lock's (the newest's). A new series, such as NumPy 2.5, whose
+    Generator draws other numbers from the same seed, is let in only by
+    `make refresh-reader-lock`, which shows first what it changes."""
+    checked = {}
+    for pinned in (pins(ROOT / "constraints.txt"), pins(LOCK)):
+        for name, pin in pinned.items():
+            checked.setdefault(name, set()).add(series(pin))
+    laptop = {Requirement(line).name.lower() for line in CONFIG["laptop"]}
+    resolved = resolutions[version]["installed"]
+    unchecked = []
+    for line in resolutions[version]["lines"]:
+        name = Requirement(line).name.lower()
+        if name in laptop or name in SOURCE_ONLY:
+            continue
+        got = resolved.get(name)
+        if got is None or series(got) not in checked.get(name, set()):
+            unchecked.append(
+                f"{name} {got} (checked: "
+                + ", ".join(
+                    ".".join(map(str, s))
+                    for s in sorted(checked.get(name, []))
+                )
+                + ")"
+            )
+    assert not unchecked, (
+        f"On Python {version} a reader gets versions the reader runs never "
+        f"printed the book with: {unchecked}. Bound them in "
+        "requirements/chapters.yml or run `make refresh-reader-lock`."
+    )
+
+
+@pytest.mark.parametrize("what", ["requirements.txt", "core"])
+def test_an_older_python_is_refused_at_numpy(resolutions, what):
+    """On the Python before the oldest supported one, pip stops at once,
+    at NumPy, whose versions the requirements allow all say
+    'Requires-Python >=3.11' (not later, at PipelineDP, in noise; nor
+    never, for a chapter that would install and then refuse to run)."""
+    found = resolutions[(OLDER, what)]
+    pip = found["pip"]
+    assert pip.returncode != 0, f"pip installs {what} on Python {OLDER}"
+    if found["real"]:
+        assert f"Requires-Python >={SUPPORTED[0]}" in pip.stderr, pip.stderr[
+            -800:
+        ]
+    elif os.environ.get("CI"):
+        pytest.fail(f"Python {OLDER} is not installed (CI must try it)")
+    assert "No matching distribution found for numpy" in pip.stderr, (
+        pip.stderr[-800:]
+    )
+    page = (ROOT / "run-it-yourself.md").read_text()
+    core = next(
+        Requirement(line)
+        for line in CONFIG["core"]
+        if line.startswith("numpy")
+    )
+    assert f"Requires-Python >={SUPPORTED[0]}" in page
+    # the message the page quotes is the one pip gives
+    quoted = f"No matching distribution found for numpy{core.specifier}"
+    assert quoted in " ".join(page.split()), quoted
+    assert quoted in pip.stderr

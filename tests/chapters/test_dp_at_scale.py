@@ -676,6 +676,71 @@ def test_spark_section_skips_without_java_17(
     assert printed.count(".") == 1 and printed.rstrip().endswith("rerun.")
 
 
+@needs_pipeline_dp
+@pytest.mark.parametrize(
+    "java_line, has_pyspark, names, advice, not_advised",
+    [
+        # Java missing, pyspark installed (the reader who followed the
+        # requirements): Java is named, and pyspark is not to be installed.
+        (None, True, "no Java runtime was found", "install a Java 17", "pip"),
+        # Java 17 there, pyspark missing: only pyspark is named.
+        (
+            'openjdk version "17.0.15" 2025-04-15',
+            False,
+            "pyspark is not installed",
+            "`pip install pyspark`",
+            "Java 17 runtime",
+        ),
+        # Both missing: both named, both advised.
+        (
+            None,
+            False,
+            "no Java runtime was found; pyspark is not installed",
+            "install a Java 17 runtime",
+            None,
+        ),
+    ],
+)
+def test_spark_skip_message_names_what_is_missing(
+    tb,
+    monkeypatch,
+    capsys,
+    tmp_path,
+    java_line,
+    has_pyspark,
+    names,
+    advice,
+    not_advised,
+):
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    if java_line is not None:
+        fake_java(folder, java_line)
+    monkeypatch.setenv("PATH", str(folder))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    if not has_pyspark:
+        # importlib.util.find_spec("pyspark") is None, as without it
+        monkeypatch.setitem(sys.modules, "pyspark", None)
+    capsys.readouterr()
+    namespace = run_spark_section(tb)
+    assert namespace["spark_available"] is False
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"Skipping Spark ({names}):"), printed
+    assert advice in printed
+    if not has_pyspark:
+        assert "`pip install pyspark`" in printed
+    if not_advised:
+        assert not_advised not in printed, printed
+    assert printed.count(".") == 1 and printed.rstrip().endswith("rerun.")
+    assert namespace["spark"] is None and namespace["by_spark"] is None
+
+
+def test_spark_skip_message_is_none_when_spark_can_run(tb):
+    assert tb.value("spark_skip_message(17, True)") is None
+    assert tb.value("spark_skip_message(21, True)") is None
+    assert "Java 11 was found" in tb.value("spark_skip_message(11, True)")
+
+
 @pytest.mark.parametrize(
     "version_line, major",
     [
