@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import nbformat
@@ -319,9 +320,21 @@ def test_every_python_resolves_versions_the_reader_runs_checked(
                 )
                 + ")"
             )
-    assert not unchecked, (
+    # NumPy draws the book's random numbers: a series the runs never
+    # checked fails. Another package's new series is reported, not
+    # failed, so that an upstream release never turns an unrelated
+    # submission red; `make refresh-reader-lock` checks it deliberately.
+    failing = [entry for entry in unchecked if entry.startswith("numpy ")]
+    if len(unchecked) > len(failing):
+        warnings.warn(
+            f"On Python {version} a reader gets versions the reader runs "
+            f"never printed the book with: {unchecked}; run "
+            "`make refresh-reader-lock`.",
+            stacklevel=1,
+        )
+    assert not failing, (
         f"On Python {version} a reader gets versions the reader runs never "
-        f"printed the book with: {unchecked}. Bound them in "
+        f"printed the book with: {failing}. Bound them in "
         "requirements/chapters.yml or run `make refresh-reader-lock`."
     )
 
