@@ -279,10 +279,15 @@ def test_exact_and_sampled_exposures_agree_below_the_cap(ch):
 
 
 def test_exposure_grows_with_copies_and_the_ngram_memorizes_at_once(ch):
-    by_copies = ch["by_copies"]
-    neural = by_copies["neural"]
-    assert neural.loc[16] > neural.loc[1] + 5
-    assert neural.loc[8] > ch["cap_5"] - 1
+    # After 40 epochs even single copies sit near the cap; after 5, the
+    # copies make the difference (the stored run the figure shows).
+    neural = ch["by_copies"]["neural"]
+    assert neural.min() > ch["cap_5"] - 1
+    early = RUNS[RUNS["run"] == "epochs-5"]
+    exposure = np.log2(early["candidates"]) - np.log2(early["rank"])
+    by_copies = exposure.groupby(early["copies"]).mean()
+    assert by_copies.loc[16] > by_copies.loc[1] + 10
+    assert glued("mem_epochs_5_exposure_16") == pytest.approx(by_copies[16])
     assert glued("mem_ngram_at_cap") >= 15
     assert glued("mem_mlp_at_cap") == int(
         (ch["exposures"]["neural"] >= ch["cap_5"] - 1e-9).sum()
@@ -417,9 +422,13 @@ def test_dp_runs_extract_nothing_and_cost_quality():
     private = runs[runs["noise_multiplier"] > 0]
     assert (private["ssn_members"] == 0).all()
     assert runs.loc["base", "ssn_members"] > 50
-    assert (
-        private["bits_outsiders"] > runs.loc["clipped", "bits_outsiders"]
-    ).all()
+    # Against the best non-private model (stopped after 10 epochs) every
+    # DP run predicts the outsiders worse, and more noise costs more.
+    best = runs.loc["epochs-10", "bits_outsiders"]
+    dp = private.loc[[f"dp-{k}" for k in range(1, 7)], "bits_outsiders"]
+    assert (dp > best).all() and (np.diff(dp.to_numpy()) > 0).all()
+    # The model trained 40 epochs without noise overfits: worse than dp-1.
+    assert runs.loc["base", "bits_outsiders"] > dp.iloc[0]
     assert (runs["ssn_outsiders"] == 0).all()
 
 
