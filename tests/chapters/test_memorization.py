@@ -288,7 +288,7 @@ def test_exposure_grows_with_copies_and_the_ngram_memorizes_at_once(ch):
     by_copies = exposure.groupby(early["copies"]).mean()
     assert by_copies.loc[16] > by_copies.loc[1] + 10
     assert glued("mem_epochs_5_exposure_16") == pytest.approx(by_copies[16])
-    assert glued("mem_ngram_at_cap") >= 15
+    assert glued("mem_ngram_exposure_1") > 10  # one count is enough
     assert glued("mem_mlp_at_cap") == int(
         (ch["exposures"]["neural"] >= ch["cap_5"] - 1e-9).sum()
     )
