@@ -34,7 +34,7 @@ APT_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended \
 CHANGED_NOTEBOOKS = $(shell { git diff --name-only HEAD -- 'chapters/*.ipynb'; \
 	git ls-files --others --exclude-standard -- 'chapters/*.ipynb'; } 2>/dev/null | sort -u)
 
-.PHONY: book serve test check lint format execute data pdf publish-pdfs student assignments grade bench system-deps clean refresh-reader-lock
+.PHONY: book serve test check lint format execute data pdf publish-pdfs student assignments grade bench memorization-runs system-deps clean refresh-reader-lock
 
 # The toolchain needs Python 3.11 or newer (pandas 3); say so before pip does.
 # uv (pinned in constraints.txt) installs it, pip included (pinned too: the
@@ -154,6 +154,11 @@ bench: $(STAMP)
 # that changed (CHAPTERS="a b" runs only those).
 refresh-reader-lock: $(STAMP)
 	$(BIN)/python scripts/refresh_reader_lock.py $(if $(CHAPTERS),--chapters $(CHAPTERS))
+
+# The stored training runs of the chapter "Models that memorize" (seeded:
+# on the same BLAS kernel a second run writes the same file).
+memorization-runs: $(STAMP)
+	$(BIN)/python scripts/memorization_runs.py
 
 clean:
 	rm -rf _build .pytest_cache

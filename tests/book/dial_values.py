@@ -495,3 +495,21 @@ def partition_texts(values):
         f"ε = {epsilon:.2f}, δ = 1e{log10_delta}: threshold {t} people",
         f"{expected:.1f} of {total} shops expected in the list",
     ]
+
+
+def memorization_rows(values):
+    """Mean exposure by copies for the stored DP run at the slider's
+    noise multiplier (the grid the chapter stored)."""
+    return [
+        row
+        for row in _stored_grid("memorization")
+        if abs(row["sigma"] - values["sigma"]) < 1e-9
+    ]
+
+
+def memorization_texts(values):
+    (row,) = [r for r in memorization_rows(values) if r["copies"] == 1]
+    return [
+        f"σ = {values['sigma']:g}: ε = {row['epsilon']:.2f} per record"
+        " (δ = 1e-5); 16 copies: up to 16 ε"
+    ]

@@ -139,6 +139,13 @@ DIALS = [
         dial_values.partition_rows,
         dial_values.partition_texts,
     ),
+    Dial(
+        "chapters/memorization",
+        {"sigma": "noise multiplier σ"},
+        ("sigma", "copies", "exposure", "epsilon"),
+        dial_values.memorization_rows,
+        dial_values.memorization_texts,
+    ),
 ]
 DIAL_PAGE = DIALS[0].page
 NO_DIAL_PAGE = "chapters/deidentification"
