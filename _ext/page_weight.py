@@ -10,11 +10,9 @@ scripts/page_weight.py, run by `make bench`):
   down to the icons the site shows: the classes its pages and scripts name,
   and the glyphs its stylesheets draw. The cut font is a WOFF file beside
   the original, and the theme's stylesheet points to it.
-- MathJax's combined ``tex-chtml.js`` (1.2 MB) bundles every TeX extension.
-  The book loads MathJax in parts instead: the startup and core, TeX input
-  with the extensions the book uses, and the CHTML output (about 0.7 MB);
-  ``autoload`` still fetches a rarer extension from the local copy if a page
-  needs one.
+- MathJax 4 is served in parts (_ext/mathjax_local.py): the startup and
+  core, TeX input with the two extensions the book uses, the CHTML output,
+  and of the font only the character ranges a page draws.
 - MathJax is loaded only by a page that has math of its own. Sphinx counts
   the math of every page a page's table of contents includes, so the
   introduction (whose toctree holds every chapter) loaded MathJax for none.
@@ -36,14 +34,6 @@ FONTAWESOME_SCRIPT = re.compile(
     r"</script>\n?"
 )
 VIEWPORT = re.compile(r'[ \t]*<meta name="viewport"[^>]*>\n?')
-TEX_EXTENSIONS = [
-    "ams",
-    "newcommand",
-    "noundefined",
-    "require",
-    "autoload",
-    "configmacros",
-]
 FONT_DIR = Path("_static/vendor/fontawesome/webfonts")
 THEME_CSS = Path("_static/styles/pydata-sphinx-theme.css")
 # Font Awesome's icon table, e.g.
@@ -55,18 +45,6 @@ ICON_CLASS = re.compile(r"\bfa-[a-z0-9-]+")
 CSS_GLYPH = re.compile(r'"\\([0-9a-f]{4,5})"')
 # The theme's own icons (admonitions, links) are written as the characters.
 PRIVATE_USE = re.compile("[\ue000-\uf8ff]")
-
-
-def load_mathjax_in_parts(app, config):
-    config.mathjax_path = "mathjax/startup.js"
-    config.mathjax3_config = {
-        "loader": {
-            "load": ["core", "input/tex-base", "output/chtml"]
-            + [f"[tex]/{name}" for name in TEX_EXTENSIONS]
-        },
-        "tex": {"packages": {"[+]": TEX_EXTENSIONS}},
-        **(config.mathjax3_config or {}),
-    }
 
 
 def mathjax_only_with_math(app, pagename, templatename, context, doctree):
@@ -222,8 +200,6 @@ def lighten_pages(app, exception):
 
 
 def setup(app):
-    # After sphinx-mathjax-offline has set its combined file as the default.
-    app.connect("config-inited", load_mathjax_in_parts, priority=900)
     # After sphinx.ext.mathjax has added its scripts (priority 500).
     app.connect("html-page-context", mathjax_only_with_math, priority=900)
     app.connect("build-finished", lighten_pages)

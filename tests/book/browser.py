@@ -385,9 +385,13 @@ def new_context(browser, base_url: str, recorder: Visit):
 
 
 def phone_page(browser, site: str, recorder: Visit):
-    """A phone's context (390 x 844, touch) that stays on our server, and a tab in it."""
+    """A phone's context (390 x 844, touch, scale 3) that stays on our server, and a tab in it."""
     context = browser.new_context(
-        viewport=PHONE, is_mobile=True, has_touch=True, service_workers="block"
+        viewport=PHONE,
+        device_scale_factor=3,
+        is_mobile=True,
+        has_touch=True,
+        service_workers="block",
     )
     context.set_default_timeout(TIMEOUT_MS)
     _stay_local(context, site, recorder)
