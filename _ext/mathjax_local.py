@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -77,8 +78,11 @@ MATHJAX_CONFIG = {
 
 
 def npm_root(start: Path) -> Path:
-    """The folder of package.json at or above `start` (the student
-    edition is built from a copy of the sources under _build/)."""
+    """The folder of package-lock.json: BOOK_NPM_ROOT if set (the student
+    edition is built from a copy of the sources), else at or above
+    `start`."""
+    if os.environ.get("BOOK_NPM_ROOT"):
+        return Path(os.environ["BOOK_NPM_ROOT"])
     for folder in [start, *start.parents]:
         if (folder / "package-lock.json").is_file():
             return folder
