@@ -16,6 +16,8 @@ scripts/page_weight.py, run by `make bench`):
 - MathJax is loaded only by a page that has math of its own. Sphinx counts
   the math of every page a page's table of contents includes, so the
   introduction (whose toctree holds every chapter) loaded MathJax for none.
+  A page without math prefetches MathJax instead, once the browser is idle
+  (into its cache, unrun), for the chapter a reader opens next.
 - Figures are stored losslessly in the smaller of two forms: a PNG with a
   palette when the figure has at most 256 colours (most of the book's
   plots), or a lossless WebP. Every pixel is the notebook's.
@@ -26,8 +28,11 @@ scripts/page_weight.py, run by `make bench`):
 from __future__ import annotations
 
 import io
+import json
 import re
 from pathlib import Path
+
+from sphinx.builders.html._assets import _file_checksum, _JavaScript
 
 FONTAWESOME_SCRIPT = re.compile(
     r'[ \t]*<script[^>]*src="[^"]*_static/scripts/fontawesome\.js[^"]*"[^>]*>'
@@ -63,6 +68,43 @@ def mathjax_only_with_math(app, pagename, templatename, context, doctree):
             "window.MathJax"
         )
     ]
+    context["script_files"].append(
+        _JavaScript("", priority=900, body=_prefetch_mathjax(app, context))
+    )
+
+
+# A page without math (the introduction, where most readers start) asks
+# the browser, once it is idle, to fetch MathJax into its cache at low
+# priority: the chapter a reader opens next is readable sooner, and its
+# new bytes are its own (a reader who saves data is not asked).
+PREFETCH = """window.addEventListener("load", function () {
+  var fetchLater = function () {
+    if (navigator.connection && navigator.connection.saveData) return;
+    %(urls)s.forEach(function (url) {
+      var link = document.createElement("link");
+      link.rel = "prefetch";
+      link.href = url;
+      document.head.appendChild(link);
+    });
+  };
+  if ("requestIdleCallback" in window) requestIdleCallback(fetchLater);
+  else setTimeout(fetchLater, 1000);
+});"""
+
+
+def _prefetch_mathjax(app, context) -> str:
+    from mathjax_local import prefetched  # noqa: PLC0415
+
+    folder = Path(app.outdir) / "_static" / "mathjax"
+    urls = []
+    for part in prefetched():
+        url = context["pathto"](f"_static/mathjax/{part}", 1)
+        # The page that loads MathJax asks for startup.js by its checksum.
+        if part == "startup.js":
+            checksum = _file_checksum(Path(app.outdir), folder / part)
+            url += f"?v={checksum}" if checksum else ""
+        urls.append(url)
+    return PREFETCH % {"urls": json.dumps(urls)}
 
 
 def _icons_used(outdir: Path, css: str) -> set[int]:

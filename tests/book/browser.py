@@ -125,7 +125,9 @@ HEAD = r"""async () => {
     served.push({href: link.getAttribute('href'), status: r.status,
                  type: r.headers.get('content-type') || ''});
   }
-  const mathjax = performance.getEntriesByType('resource').map(e => e.name)
+  // What the page loaded, not what it prefetched for the next page.
+  const mathjax = performance.getEntriesByType('resource')
+      .filter(e => e.initiatorType !== 'link').map(e => e.name)
       .filter(name => name.includes('/mathjax/'));
   return {viewports: document.querySelectorAll('meta[name="viewport"]').length,
           icons: served, mathjax};
