@@ -8,7 +8,8 @@ Each page with math is opened once on a phone, every folded block opened
 it), and each ``mjx-container`` measured: every box it draws (an inline
 formula broken over two lines draws two) lies inside the content box of
 the block that holds it, neither it nor that block scrolls sideways, and
-its font is not shrunk to make it fit.
+its font is not shrunk to make it fit. Then the page is switched to dark
+mode, and every formula must keep AA contrast against its background.
 """
 
 from __future__ import annotations
@@ -16,7 +17,15 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import pytest
-from browser import PAGES, cached_visits, phone_page, watch
+from browser import (
+    COLOUR_JS,
+    MIN_CONTRAST,
+    PAGES,
+    cached_visits,
+    phone_page,
+    switch_to_dark,
+    watch,
+)
 
 from conftest import ROOT
 
@@ -80,6 +89,28 @@ MATH_WIDTHS = r"""() => {
 }"""
 
 
+# In dark mode: every formula whose ink is below AA contrast against what
+# is painted behind it (MathJax draws in the text's colour).
+DARK_MATH = (
+    "() => {"
+    + COLOUR_JS
+    + r"""
+  const low = [];
+  let checked = 0;
+  for (const m of document.querySelectorAll('#main-content mjx-container')) {
+    if (!m.checkVisibility({checkVisibilityCSS: true})) continue;
+    checked++;
+    const bg = backdrop(m);
+    const ink = over(parse(getComputedStyle(m).color), bg);
+    const ratio = contrast(ink, bg);
+    if (ratio < %(min)s) low.push(`${hex(ink)} on ${hex(bg)}: ${ratio.toFixed(2)}`);
+  }
+  return {checked, low};
+}"""
+    % {"min": MIN_CONTRAST}
+)
+
+
 def math_visit(browser, site: str, page_name: str) -> dict:
     """One page on a phone, everything opened, its formulas measured."""
     from browser import Visit  # noqa: PLC0415
@@ -95,6 +126,9 @@ def math_visit(browser, site: str, page_name: str) -> dict:
         )
         tab.evaluate(OPEN_EVERYTHING)
         recorder.facts = tab.evaluate(MATH_WIDTHS)
+        recorder.dark_theme = switch_to_dark(tab)
+        tab.wait_for_timeout(500)  # the theme's colour transition
+        recorder.contrast = tab.evaluate(DARK_MATH)
     finally:
         context.close()
     return recorder
@@ -121,4 +155,17 @@ def test_every_formula_fits_a_phone(phone_math, page):
     assert not wide, (
         f"{page}: {len(wide)} of {visit.facts['checked']} formulas do not"
         " fit a 390 px phone:\n" + "\n".join(wide[:15])
+    )
+
+
+@pytest.mark.parametrize("page", MATH_PAGES)
+def test_every_formula_reads_in_dark_mode(phone_math, page):
+    """MathJax draws in the text's colour: light on the dark page."""
+    visit = phone_math(page)
+    assert visit.dark_theme == "dark", f"{page}: {visit.dark_theme!r}"
+    assert visit.contrast["checked"], f"{page}: no formula found"
+    low = visit.contrast["low"]
+    assert not low, (
+        f"{page}: formulas below {MIN_CONTRAST}:1 in dark mode:\n"
+        + ("\n".join(low[:10]))
     )
