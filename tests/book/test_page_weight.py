@@ -17,7 +17,7 @@ import sys
 import threading
 
 import pytest
-from browser import CHAPTERS, CHROMIUM_ARGS, INTRO, launch
+from browser import CHAPTERS, INTRO, visit_all
 
 from conftest import HTML_DIR, ROOT
 
@@ -25,12 +25,23 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import page_weight  # noqa: E402
 
 
+def _after_the_intro(chromium, base: str, name: str) -> tuple[dict, dict]:
+    """(the intro's weight, the chapter's) in a browser context of its own
+    (an empty cache): the intro first, then the chapter."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        tab = page_weight.Tab(context)
+        first = tab.open(base + f"{INTRO}.html")
+        return first, tab.open(base + f"{name}.html")
+    finally:
+        context.close()
+
+
 @pytest.fixture(scope="module")
 def weights(html_build):
     """{page: weight} of the intro (empty cache) and of each chapter
-    opened after it, in a browser of its own (a new cache) each."""
+    opened after it (WORKERS browsers side by side)."""
     assert html_build.returncode == 0
-    assert CHROMIUM_ARGS  # the same Chromium as the other browser tests
     page_weight.HTML = HTML_DIR
     handler = functools.partial(
         page_weight._CachingHandler, directory=str(HTML_DIR)
@@ -38,22 +49,16 @@ def weights(html_build):
     server = page_weight._QuietServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}/"
-    found = {}
     try:
-        with launch() as chromium:
-            for name in CHAPTERS:
-                context = chromium.new_context(
-                    viewport={"width": 1280, "height": 900}
-                )
-                try:
-                    tab = page_weight.Tab(context)
-                    first = tab.open(base + f"{INTRO}.html")
-                    found.setdefault(INTRO, first)
-                    found[name] = tab.open(base + f"{name}.html")
-                finally:
-                    context.close()
+        results = visit_all(base, CHAPTERS, _after_the_intro)
     finally:
         server.shutdown()
+    found = {}
+    for name, outcome in results.items():
+        if isinstance(outcome, Exception):
+            raise outcome
+        found.setdefault(INTRO, outcome[0])
+        found[name] = outcome[1]
     return found
 
 
