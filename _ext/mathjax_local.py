@@ -83,7 +83,10 @@ MATHJAX_CONFIG = {
     "tex": {"packages": {"[+]": TEX_EXTENSIONS}},
     "output": {
         "displayOverflow": "linebreak",
-        "linebreaks": {"inline": True, "width": "100%"},
+        # A little short of the column: a row of an aligned formula can
+        # only break inside its cells, and overran a full-width break by
+        # up to 38 px on a phone.
+        "linebreaks": {"inline": True, "width": "85%"},
     },
 }
 
