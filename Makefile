@@ -53,6 +53,15 @@ $(STAMP): requirements-dev.txt constraints.txt
 		-r requirements-dev.txt -c constraints.txt
 	touch $@
 
+# MathJax 4 and its font for the site, from npm as package-lock.json pins
+# them (the HTML build installs them too if node_modules/ lacks them:
+# _ext/mathjax_local.py). Node.js 20 or newer with npm.
+NODE_STAMP := node_modules/.package-lock.json
+$(NODE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "The site serves MathJax from npm: install Node.js 20 or newer with npm."; exit 1; }
+	npm ci --ignore-scripts --no-audit --no-fund
+	touch $@
+
 # The PDFs under the names the site links (instructors.md, intro.md), if
 # `make pdf` has built them; the student PDF also inside the student edition.
 # Where `make pdf` writes the PDFs (the tests build theirs elsewhere).
@@ -70,7 +79,7 @@ endef
 
 # The reader's site, with the student edition published inside it at student/
 # (and the PDFs, if `make pdf` has built them).
-book: $(STAMP)
+book: $(STAMP) $(NODE_STAMP)
 	$(BIN)/jupyter-book build . -W -n --keep-going
 	$(BIN)/python scripts/make_student_edition.py _build/student
 	rm -rf _build/html/student && cp -r _build/student/_build/html _build/html/student
@@ -108,7 +117,7 @@ system-deps:
 # out first (conftest.py), the HTML build is made once and shared by the
 # workers (tests/conftest.py), the PDF is built in a tree of its own beside
 # it. The run ends with where its time went, per layer.
-test: $(STAMP) system-deps lint
+test: $(STAMP) $(NODE_STAMP) system-deps lint
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder \
 		--durations=25
 
@@ -143,7 +152,7 @@ data: $(STAMP)
 	$(BIN)/python scripts/make_visits.py data/adult_with_pii.csv data/visits.csv
 	sha256sum data/adult_with_pii.csv data/visits.csv
 
-bench: $(STAMP)
+bench: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python scripts/bench.py
 
 # Resolves requirements.txt afresh on Python 3.13 (the newest versions the

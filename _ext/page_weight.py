@@ -10,14 +10,14 @@ scripts/page_weight.py, run by `make bench`):
   down to the icons the site shows: the classes its pages and scripts name,
   and the glyphs its stylesheets draw. The cut font is a WOFF file beside
   the original, and the theme's stylesheet points to it.
-- MathJax's combined ``tex-chtml.js`` (1.2 MB) bundles every TeX extension.
-  The book loads MathJax in parts instead: the startup and core, TeX input
-  with the extensions the book uses, and the CHTML output (about 0.7 MB);
-  ``autoload`` still fetches a rarer extension from the local copy if a page
-  needs one.
+- MathJax 4 is served in parts (_ext/mathjax_local.py): the startup and
+  core, TeX input with the two extensions the book uses, the CHTML output,
+  and of the font only the character ranges a page draws.
 - MathJax is loaded only by a page that has math of its own. Sphinx counts
   the math of every page a page's table of contents includes, so the
   introduction (whose toctree holds every chapter) loaded MathJax for none.
+  A page without math prefetches MathJax instead, once the browser is idle
+  (into its cache, unrun), for the chapter a reader opens next.
 - Figures are stored losslessly in the smaller of two forms: a PNG with a
   palette when the figure has at most 256 colours (most of the book's
   plots), or a lossless WebP. Every pixel is the notebook's.
@@ -28,22 +28,17 @@ scripts/page_weight.py, run by `make bench`):
 from __future__ import annotations
 
 import io
+import json
 import re
 from pathlib import Path
+
+from sphinx.builders.html._assets import _file_checksum, _JavaScript
 
 FONTAWESOME_SCRIPT = re.compile(
     r'[ \t]*<script[^>]*src="[^"]*_static/scripts/fontawesome\.js[^"]*"[^>]*>'
     r"</script>\n?"
 )
 VIEWPORT = re.compile(r'[ \t]*<meta name="viewport"[^>]*>\n?')
-TEX_EXTENSIONS = [
-    "ams",
-    "newcommand",
-    "noundefined",
-    "require",
-    "autoload",
-    "configmacros",
-]
 FONT_DIR = Path("_static/vendor/fontawesome/webfonts")
 THEME_CSS = Path("_static/styles/pydata-sphinx-theme.css")
 # Font Awesome's icon table, e.g.
@@ -55,18 +50,6 @@ ICON_CLASS = re.compile(r"\bfa-[a-z0-9-]+")
 CSS_GLYPH = re.compile(r'"\\([0-9a-f]{4,5})"')
 # The theme's own icons (admonitions, links) are written as the characters.
 PRIVATE_USE = re.compile("[\ue000-\uf8ff]")
-
-
-def load_mathjax_in_parts(app, config):
-    config.mathjax_path = "mathjax/startup.js"
-    config.mathjax3_config = {
-        "loader": {
-            "load": ["core", "input/tex-base", "output/chtml"]
-            + [f"[tex]/{name}" for name in TEX_EXTENSIONS]
-        },
-        "tex": {"packages": {"[+]": TEX_EXTENSIONS}},
-        **(config.mathjax3_config or {}),
-    }
 
 
 def mathjax_only_with_math(app, pagename, templatename, context, doctree):
@@ -85,6 +68,43 @@ def mathjax_only_with_math(app, pagename, templatename, context, doctree):
             "window.MathJax"
         )
     ]
+    context["script_files"].append(
+        _JavaScript("", priority=900, body=_prefetch_mathjax(app, context))
+    )
+
+
+# A page without math (the introduction, where most readers start) asks
+# the browser, once it is idle, to fetch MathJax into its cache at low
+# priority: the chapter a reader opens next is readable sooner, and its
+# new bytes are its own (a reader who saves data is not asked).
+PREFETCH = """window.addEventListener("load", function () {
+  var fetchLater = function () {
+    if (navigator.connection && navigator.connection.saveData) return;
+    %(urls)s.forEach(function (url) {
+      var link = document.createElement("link");
+      link.rel = "prefetch";
+      link.href = url;
+      document.head.appendChild(link);
+    });
+  };
+  if ("requestIdleCallback" in window) requestIdleCallback(fetchLater);
+  else setTimeout(fetchLater, 1000);
+});"""
+
+
+def _prefetch_mathjax(app, context) -> str:
+    from mathjax_local import prefetched  # noqa: PLC0415
+
+    folder = Path(app.outdir) / "_static" / "mathjax"
+    urls = []
+    for part in prefetched():
+        url = context["pathto"](f"_static/mathjax/{part}", 1)
+        # The page that loads MathJax asks for startup.js by its checksum.
+        if part == "startup.js":
+            checksum = _file_checksum(Path(app.outdir), folder / part)
+            url += f"?v={checksum}" if checksum else ""
+        urls.append(url)
+    return PREFETCH % {"urls": json.dumps(urls)}
 
 
 def _icons_used(outdir: Path, css: str) -> set[int]:
@@ -222,8 +242,6 @@ def lighten_pages(app, exception):
 
 
 def setup(app):
-    # After sphinx-mathjax-offline has set its combined file as the default.
-    app.connect("config-inited", load_mathjax_in_parts, priority=900)
     # After sphinx.ext.mathjax has added its scripts (priority 500).
     app.connect("html-page-context", mathjax_only_with_math, priority=900)
     app.connect("build-finished", lighten_pages)

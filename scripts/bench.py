@@ -156,6 +156,18 @@ def main(sections: list[str]) -> int:
             cwd=ROOT,
             check=True,
         )
+        # Issue 45: each chapter after the intro, and its time to a
+        # readable page over slow 4G.
+        subprocess.run(
+            [
+                str(BIN / "python"),
+                str(ROOT / "scripts" / "page_weight.py"),
+                "--slow-4g",
+                "intro.html",
+            ],
+            cwd=ROOT,
+            check=True,
+        )
     if "pdf" in sections:
         pdf_build()
     if "nbval" in sections:

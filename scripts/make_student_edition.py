@@ -13,6 +13,7 @@ from that site therefore contain no solutions either.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -199,7 +200,9 @@ def main(argv: list[str]) -> int:
             "--keep-going",
             "--path-output",
             str(output),
-        ]
+        ],
+        # MathJax comes from the book's own node_modules (package-lock.json).
+        env={**os.environ, "BOOK_NPM_ROOT": str(ROOT)},
     )
     if build.returncode == 0:
         print(f"Student edition: {output / '_build' / 'html' / 'index.html'}")

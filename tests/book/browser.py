@@ -125,7 +125,9 @@ HEAD = r"""async () => {
     served.push({href: link.getAttribute('href'), status: r.status,
                  type: r.headers.get('content-type') || ''});
   }
-  const mathjax = performance.getEntriesByType('resource').map(e => e.name)
+  // What the page loaded, not what it prefetched for the next page.
+  const mathjax = performance.getEntriesByType('resource')
+      .filter(e => e.initiatorType !== 'link').map(e => e.name)
       .filter(name => name.includes('/mathjax/'));
   return {viewports: document.querySelectorAll('meta[name="viewport"]').length,
           icons: served, mathjax};
@@ -385,9 +387,13 @@ def new_context(browser, base_url: str, recorder: Visit):
 
 
 def phone_page(browser, site: str, recorder: Visit):
-    """A phone's context (390 x 844, touch) that stays on our server, and a tab in it."""
+    """A phone's context (390 x 844, touch, scale 3) that stays on our server, and a tab in it."""
     context = browser.new_context(
-        viewport=PHONE, is_mobile=True, has_touch=True, service_workers="block"
+        viewport=PHONE,
+        device_scale_factor=3,
+        is_mobile=True,
+        has_touch=True,
+        service_workers="block",
     )
     context.set_default_timeout(TIMEOUT_MS)
     _stay_local(context, site, recorder)
