@@ -700,6 +700,26 @@ def test_naive_patterns_are_recovered_as_the_chapter_says(tb):
         )
 
 
+def test_one_more_cell_per_row_loses_only_the_cells_it_says(tb):
+    by_row = tb["by_row"]
+    upper, lower = tb["upper_level"], tb["lower_level"]
+    primary = tb["primary"].to_numpy()
+    rows, columns = by_row["row"], by_row["column"]
+    sensitive = by_row[primary[rows, columns]]
+    held = (
+        sensitive["high"]
+        >= sensitive["value"] + upper[sensitive["row"], sensitive["column"]]
+    ) & (
+        sensitive["low"]
+        <= sensitive["value"] - lower[sensitive["row"], sensitive["column"]]
+    )
+    assert (~held).sum() == glued("sdc_row_exact")
+    assert (~held == sensitive["exact"]).all()
+    notebook = nbformat.read(CHAPTERS_DIR / f"{STEM}.ipynb", as_version=4)
+    text = "\n".join(cell.source for cell in notebook.cells)
+    assert "The other primary cells keep their protection" in text
+
+
 def linprog_bounds(values, pattern):
     """Bounds of each suppressed cell with every cell a variable (published
     ones fixed by their bounds), an independent formulation."""
