@@ -279,6 +279,20 @@ def test_the_dial_grid_is_mdav_at_every_k(tb):
     )
 
 
+def test_the_glued_dial_ends_are_recomputed(tb):
+    # At k = 2 a group's mean lies exactly halfway between its two
+    # members: a tie that the re-link rate must count as 1/2.
+    original = tb["original"]
+    for position in ("low", "high"):
+        k = glued(f"sdc_dial_k_{position}")
+        released, _ = tb["microaggregate"](
+            tb["public"], tb["QUASI_BOUNDS"], int(k)
+        )
+        assert glued(f"sdc_dial_relink_{position}") == pytest.approx(
+            independent_relink(released, original)
+        )
+
+
 def test_the_stored_dial_holds_the_grid(tb):
     notebook = nbformat.read(CHAPTERS_DIR / f"{STEM}.ipynb", as_version=4)
     specs = [
@@ -294,6 +308,27 @@ def test_the_stored_dial_holds_the_grid(tb):
     assert [row["k"] for row in rows] == grid["k"].tolist()
     assert np.allclose([row["relink"] for row in rows], grid["relink"])
     assert "description" in specs[0]
+
+
+def test_the_dial_text_alternative_matches_the_grid(tb):
+    grid = tb["micro_grid"]
+    chart = tb["microaggregation_dial"](grid, tb["K_MICRO"])
+    description = chart.to_dict()["description"]
+    falls = bool(np.all(np.diff(grid["relink"]) < 0))
+    assert falls == ("re-link rate falls at every step" in description)
+    steady = bool(
+        np.all(np.diff(grid["loss"]) > 0)
+        and np.all(np.diff(grid["interval"]) < 0)
+    )
+    assert steady == ("not at every k" not in description)
+    assert "loss grows as k grows" not in description
+
+
+def test_the_chapter_uses_american_spelling(tb):
+    notebook = nbformat.read(CHAPTERS_DIR / f"{STEM}.ipynb", as_version=4)
+    text = "\n".join(cell.source for cell in notebook.cells).lower()
+    for british in ("neighbour", "favour", "modelled", "centre", "optimis"):
+        assert british not in text, british
 
 
 @pytest.mark.parametrize("start", [1, 21])
@@ -393,6 +428,31 @@ def test_comparison_rows_recompute(tb):
     assert comparison.loc[rank, "sd Age"] == pytest.approx(
         comparison.loc["original", "sd Age"]
     )
+
+
+def test_rank_swap_relink_rate_recomputes_with_exact_ties(tb):
+    # Rank-swapped values are original values, so a released value is
+    # often exactly as far from two originals (31 from 30 and from 32);
+    # each such tie must count 1/t, as the independent linkage counts it.
+    files = [
+        tb["rank_swap"](
+            tb["public"],
+            tb["QUASI_BOUNDS"],
+            tb["RANK_P"],
+            np.random.default_rng(seed),
+        )
+        for seed in tb["trial_seeds"]
+    ]
+    expected = np.mean([independent_relink(f, tb["original"]) for f in files])
+    assert glued("sdc_rank_relink") == pytest.approx(expected)
+
+
+def test_relink_rate_counts_equal_gaps_as_ties(tb):
+    # 31 is as far from 30 as from 32; the first record ties (1/2), the
+    # other two link to themselves.
+    original = np.array([[30.0], [32.0], [36.0]])
+    released = np.array([[31.0], [32.0], [36.0]])
+    assert tb["relink_rate"](released, original) == pytest.approx(2.5 / 3)
 
 
 # --- PRAM --------------------------------------------------------------------
@@ -638,6 +698,26 @@ def test_naive_patterns_are_recovered_as_the_chapter_says(tb):
         assert [tuple(v) for v in result[["low", "high"]].to_numpy()] == (
             independent
         )
+
+
+def test_one_more_cell_per_row_loses_only_the_cells_it_says(tb):
+    by_row = tb["by_row"]
+    upper, lower = tb["upper_level"], tb["lower_level"]
+    primary = tb["primary"].to_numpy()
+    rows, columns = by_row["row"], by_row["column"]
+    sensitive = by_row[primary[rows, columns]]
+    held = (
+        sensitive["high"]
+        >= sensitive["value"] + upper[sensitive["row"], sensitive["column"]]
+    ) & (
+        sensitive["low"]
+        <= sensitive["value"] - lower[sensitive["row"], sensitive["column"]]
+    )
+    assert (~held).sum() == glued("sdc_row_exact")
+    assert (~held == sensitive["exact"]).all()
+    notebook = nbformat.read(CHAPTERS_DIR / f"{STEM}.ipynb", as_version=4)
+    text = "\n".join(cell.source for cell in notebook.cells)
+    assert "The other primary cells keep their protection" in text
 
 
 def linprog_bounds(values, pattern):
