@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 
 import nbformat
@@ -77,14 +76,7 @@ def solution_lines() -> list[str]:
     return lines
 
 
-@pytest.fixture(scope="module")
-def student_build():
-    command = [
-        sys.executable,
-        str(ROOT / "scripts" / "make_student_edition.py"),
-        str(STUDENT_DIR),
-    ]
-    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT)
+# student_build: the student edition, built once per run (tests/conftest.py).
 
 
 def test_strip_solutions_removes_only_solution_blocks():
