@@ -5,7 +5,7 @@ axe-core (Deque's engine, through axe-playwright-python) runs its WCAG 2.0
 and 2.1 level A and AA rules (tests/book/browser.py, AXE_OPTIONS) on every
 page in light and dark mode, at 1280 px and on a phone (390 x 844): in the
 reader's edition during the page visits the other browser tests share
-(visits, phone_visits), in the student edition in one visit per page
+(visits, phone_visits), in the student edition in a visit per page and width
 (student_visits). A public university in the US must make course material
 meet WCAG 2.1 AA (the ADA Title II rule): an instructor adopts the book
 with no exception to ask for. On a phone no page is wider than the
