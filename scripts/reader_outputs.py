@@ -38,7 +38,10 @@ from __future__ import annotations
 import hashlib
 import html
 import json
+import os
 import re
+import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -353,3 +356,21 @@ def differences(stored, executed, log: list[dict], figures=None) -> list:
                 f"{detail}"
             )
     return found
+
+
+def find_python(version: str) -> str | None:
+    """A working interpreter for `version`: installed by pyenv, or on PATH.
+
+    pyenv's shims are on PATH too but fail for a version that is not
+    selected, so every candidate is tried before it is used.
+    """
+    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
+    candidates = sorted(pyenv_root.glob(f"versions/{version}.*/bin/python3"))
+    candidates.append(shutil.which(f"python{version}"))
+    for candidate in candidates:
+        if (
+            candidate
+            and subprocess.run([str(candidate), "-c", "pass"]).returncode == 0
+        ):
+            return str(candidate)
+    return None

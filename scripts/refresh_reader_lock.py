@@ -64,18 +64,7 @@ HEADER = (
 )
 
 
-def find_python(version: str) -> str | None:
-    """A working interpreter for `version`: installed by pyenv, or on PATH."""
-    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    candidates = sorted(pyenv_root.glob(f"versions/{version}.*/bin/python3"))
-    candidates.append(shutil.which(f"python{version}"))
-    for candidate in candidates:
-        if (
-            candidate
-            and subprocess.run([str(candidate), "-c", "pass"]).returncode == 0
-        ):
-            return str(candidate)
-    return None
+find_python = reader_outputs.find_python
 
 
 def pins(text: str) -> dict[str, str]:

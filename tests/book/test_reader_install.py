@@ -57,22 +57,7 @@ INSTALLED = [SUPPORTED[0], "3.13"]
 LOCK = ROOT / "requirements" / f"reader-lock-{INSTALLED[-1]}.txt"
 
 
-def find_python(version: str) -> str | None:
-    """A working interpreter for `version`: installed by pyenv, or on PATH.
-
-    pyenv's shims are on PATH too but fail for a version that is not
-    selected, so every candidate is tried before it is used.
-    """
-    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    candidates = sorted(pyenv_root.glob(f"versions/{version}.*/bin/python3"))
-    candidates.append(shutil.which(f"python{version}"))
-    for candidate in candidates:
-        if (
-            candidate
-            and subprocess.run([str(candidate), "-c", "pass"]).returncode == 0
-        ):
-            return str(candidate)
-    return None
+find_python = reader_outputs.find_python
 
 
 def data_files_used_by(notebook: Path) -> list[Path]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import reader_outputs  # noqa: E402  (scripts/ is on sys.path: conftest.py)
 import yaml
 from packaging.markers import Marker
 from packaging.requirements import Requirement
@@ -128,16 +128,7 @@ CORE_ONLY = ROOT / "requirements" / "deidentification.txt"
 
 def older_python() -> str | None:
     """An installed interpreter of the OLDER Python (pyenv's, or on PATH)."""
-    pyenv_root = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"))
-    candidates = sorted(pyenv_root.glob(f"versions/{OLDER}.*/bin/python3"))
-    candidates.append(shutil.which(f"python{OLDER}"))
-    for candidate in candidates:
-        if (
-            candidate
-            and subprocess.run([str(candidate), "-c", "pass"]).returncode == 0
-        ):
-            return str(candidate)
-    return None
+    return reader_outputs.find_python(OLDER)
 
 
 def attempt_older(path: Path | None) -> dict:
