@@ -30,12 +30,12 @@ def test_a_test_that_reads_another_chapter_is_selected_with_it():
 
 def test_a_changed_chapter_selects_its_tests_and_the_conventions():
     chosen = selection(
-        ["chapters/local-dp.ipynb", "tests/chapters/test_composition.py"]
+        ["chapters/many-queries.ipynb", "tests/chapters/test_composition.py"]
     )
     assert names(chosen) == [
         "test_composition.py",
         "test_conventions.py",
-        "test_local_dp.py",
+        "test_many_queries.py",
     ]
 
 
