@@ -657,3 +657,16 @@ def test_the_record_theorem_states_that_n_is_public():
     text = _prose()
     assert "post-processing only if $n$ is public" in text
     assert "arXiv preprint, {cite:p}`vaultgemma2025`" in text
+
+
+def test_the_sampling_check_says_which_range_it_covers(ch):
+    # The canaries below the cap are the ones never inserted, with small
+    # exposures: the prose must say the estimator is checked only there.
+    comparison = ch["comparison"]
+    below = comparison["exact"] <= ch["cap_5"] - 4
+    assert glued("mem_below_max") == pytest.approx(
+        comparison["exact"][below].max()
+    )
+    assert glued("mem_below_max") < ch["cap_5"] - 4
+    assert glued("mem_n_below_unseen") == int(below["unseen"].sum())
+    assert "checks the estimator only in the bulk" in _prose()
