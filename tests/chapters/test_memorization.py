@@ -670,3 +670,15 @@ def test_the_sampling_check_says_which_range_it_covers(ch):
     assert glued("mem_below_max") < ch["cap_5"] - 4
     assert glued("mem_n_below_unseen") == int(below["unseen"].sum())
     assert "checks the estimator only in the bulk" in _prose()
+
+
+def test_the_audit_bound_is_e_eps_2_minus_t_plus_delta(ch):
+    # The bound column itself, delta included (about 1% of the smallest
+    # bound: too little to move a p-value much, so test it directly).
+    table = ch["audits"]["audit"]
+    epsilon = float(RUNS.loc[RUNS["run"] == "audit", "epsilon"].iloc[0])
+    t = table.index.to_numpy(dtype=float)
+    expected = np.minimum(1.0, np.exp(epsilon) * 2.0**-t + 1e-5)
+    np.testing.assert_allclose(table["bound"], expected, rtol=1e-12)
+    smallest = table["bound"].min() - np.exp(epsilon) * 2.0**-13
+    assert smallest == pytest.approx(1e-5, rel=1e-6)
