@@ -303,7 +303,7 @@ class Renderer:
         target = self.chapter.directives.get(content)
         if target is not None and target.title:
             return self.inline(target.title)
-        return content
+        return content.replace("-", " ")
 
     def myst(self, text: str) -> str:
         text = re.sub(r"\s*\{cite:p\}`[^`]*`", "", text)
