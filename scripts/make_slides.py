@@ -495,8 +495,13 @@ STYLE = """
 .reveal .question { border-left: 6px solid #9a5b00; padding: 4px 18px;
   background: #fff6e6; }
 .reveal figure { margin: 0; text-align: center; }
-.reveal figure.chapter-figure img { max-height: 540px; max-width: 100%%;
-  margin: 0; }
+.reveal .frame { display: flex; flex-direction: column; }
+.reveal .frame > * { flex: 0 0 auto; }
+/* A chapter's figure takes the height the slide leaves it (its labels
+   grow with it): drawn for a page's column, it is enlarged for a room. */
+.reveal .frame > figure.chapter-figure { flex: 1 1 0; min-height: 0; }
+.reveal figure.chapter-figure img { height: 100%%; width: 100%%;
+  object-fit: contain; margin: 0; }
 .reveal figcaption { font-size: 18px; color: #333; }
 .reveal .vega-figure-view { display: inline-block; }
 .reveal .vega-bind { font-size: 20px; }

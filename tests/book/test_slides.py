@@ -400,3 +400,20 @@ def test_axe_finds_no_violation_on_any_slide(deck_visits, name):
     if seen.axe_skipped:
         pytest.skip(seen.axe_skipped)
     assert not seen.axe, "\n".join(seen.axe)
+
+
+def test_make_slides_prints_a_pdf_page_per_slide(decks):
+    """The PDF instructors present from: reveal.js's print view printed by
+    Chromium, one page per slide (one deck, the others are printed the
+    same way by `make slides`)."""
+    import subprocess
+
+    name = min(NAMES, key=lambda name: decks[name].slides)
+    pdf = OUT / f"{name}.pdf"
+    pdf.unlink(missing_ok=True)
+    make_slides.print_pdfs(OUT, [name])
+    info = subprocess.run(
+        ["pdfinfo", str(pdf)], capture_output=True, text=True, check=True
+    ).stdout
+    assert re.search(rf"^Pages:\s+{decks[name].slides}$", info, re.M), info
+    assert re.search(r"^Page size:\s+960 x 540 pts", info, re.M), info
