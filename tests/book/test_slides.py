@@ -239,6 +239,12 @@ MEASURE = r"""minPx => {
     const px = parseFloat(getComputedStyle(el).fontSize) * scale;
     if (px < minPx - 0.05) small.push(what + ': ' + px.toFixed(1) + ' px');
   }
+  // Taller than the screen (the print view would split it over pages).
+  for (const el of [slide, slide.querySelector('.frame')]) {
+    if (el && el.scrollHeight > height + 1) {
+      outside.push('the slide is ' + el.scrollHeight + ' px tall');
+    }
+  }
   return {index: Reveal.getIndices().h, outside: outside.slice(0, 5),
           small: small.slice(0, 5)};
 }"""
