@@ -66,6 +66,8 @@ MIN_SLIDES, MAX_SLIDES = 12, 25
 # Every text on a slide reads at least this many CSS px at 1280 x 720;
 # a dial's axis labels and titles are raised to it on a slide.
 MIN_TEXT_PX = 18
+# How much a dial's charts grow on a slide (texts of 11 px become 18 px).
+DIAL_GROWTH, DIAL_GROWTH_SIDE_BY_SIDE = 1.4, 1.2
 SLIDE_KINDS = [
     "objectives",
     "text",
@@ -327,9 +329,16 @@ def _dial_figure(spec: dict) -> str:
     (_ext/vega_figures.py), its texts raised to MIN_TEXT_PX for a room and
     charts stacked for a page's column set side by side."""
     spec = json.loads(json.dumps(spec))
-    # Charts stacked for a page's column stand side by side on a screen.
+    # Charts stacked for a page's column stand side by side on a screen,
+    # and every chart grows with its texts.
     if "vconcat" in spec:
         spec["hconcat"] = spec.pop("vconcat")
+    charts = spec.get("hconcat", [spec])
+    grow = DIAL_GROWTH if len(charts) == 1 else DIAL_GROWTH_SIDE_BY_SIDE
+    for chart in charts:
+        for key in ("width", "height"):
+            if isinstance(chart.get(key), (int, float)):
+                chart[key] = round(chart[key] * grow)
     config = spec.setdefault("config", {})
     for part in ("axis", "legend", "header"):
         config.setdefault(part, {})
@@ -337,18 +346,25 @@ def _dial_figure(spec: dict) -> str:
         config[part]["titleFontSize"] = MIN_TEXT_PX + 2
     # Room for the wider y labels (the book's pages keep 50 px).
     config.setdefault("axisY", {})["minExtent"] = 70
-    config.setdefault("title", {})["fontSize"] = MIN_TEXT_PX + 4
-    config.setdefault("text", {})["fontSize"] = MIN_TEXT_PX
+    config.setdefault("title", {}).update(
+        fontSize=MIN_TEXT_PX + 4,
+        lineHeight=MIN_TEXT_PX + 8,
+        subtitleLineHeight=MIN_TEXT_PX + 4,
+    )
+    config["legend"]["labelLimit"] = 400
+    config.setdefault("text", {}).update(
+        fontSize=MIN_TEXT_PX, lineHeight=MIN_TEXT_PX + 4
+    )
 
     def raise_sizes(node):
         if isinstance(node, dict):
             for key, value in node.items():
-                if key.lower().endswith("fontsize") and isinstance(
-                    value, (int, float)
-                ):
-                    node[key] = max(value, MIN_TEXT_PX)
-                else:
+                if not isinstance(value, (int, float)):
                     raise_sizes(value)
+                elif key.lower().endswith("fontsize"):
+                    node[key] = max(value, MIN_TEXT_PX)
+                elif key.lower().endswith("lineheight"):
+                    node[key] = max(value, MIN_TEXT_PX + 4)
         elif isinstance(node, list):
             for item in node:
                 raise_sizes(item)
@@ -503,6 +519,11 @@ STYLE = """
 .reveal figure.chapter-figure img { height: 100%%; width: 100%%;
   object-fit: contain; margin: 0; }
 .reveal figcaption { font-size: 18px; color: #333; }
+/* A dial's caption stays for screen readers (its sliders point to it);
+   on the screen the chart's title and the line under the sliders say it,
+   and the speaker notes explain it. */
+.reveal figure.vega-figure figcaption { position: absolute; width: 1px;
+  height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 .reveal .vega-figure-view { display: inline-block; }
 .reveal .vega-bind { font-size: 20px; }
 .reveal .vega-bind input[type=range] { width: 240px; }
