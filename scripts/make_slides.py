@@ -494,6 +494,7 @@ def render_slide(
 
 
 STYLE = """
+html, body, main { height: 100%%; margin: 0; }
 .reveal { font-size: 28px; }
 .reveal .slides section { text-align: left; height: 100%%; padding: 0; }
 .reveal .frame { padding: 28px 48px; box-sizing: border-box;
@@ -551,9 +552,9 @@ PAGE = """<!DOCTYPE html>
 <script defer src="mathjax/startup.js"></script>
 </head>
 <body>
-<div class="reveal"><div class="slides">
+<main><div class="reveal"><div class="slides">
 {slides}
-</div></div>
+</div></div></main>
 <script src="reveal/dist/reveal.js"></script>
 <script src="reveal/plugin/notes/notes.js"></script>
 <script src="vega-figures/draw.js"></script>

@@ -248,12 +248,15 @@ MEASURE = r"""minPx => {
       outside.push('the slide is ' + el.scrollHeight + ' px tall');
     }
   }
-  return {index: Reveal.getIndices().h, outside: outside.slice(0, 5),
+  return {index: Reveal.getIndices().h,
+          dial: !!slide.querySelector('figure.vega-figure'),
+          outside: outside.slice(0, 5),
           small: small.slice(0, 5)};
 }"""
 
-# Moves the first slider of the current slide's dial three steps to the
-# right with the keyboard is done from Python; this reads the dial.
+# The current slide's dial: its first slider's value, the signal the Vega
+# view holds, and the drawn chart (the test moves the slider with the
+# arrow keys and reads this before and after).
 DIAL_STATE = r"""() => {
   const figure = Reveal.getCurrentSlide().querySelector('figure.vega-figure');
   const view = window.bookVegaViews[figure.id];
@@ -298,11 +301,9 @@ def _visit_deck(browser, url: str, name: str, axe_script) -> DeckVisit:
     for step in range(seen.slides):
         if step:
             tab.keyboard.press("ArrowRight")
-        seen.reached.append(tab.evaluate("Reveal.getIndices().h"))
-        if tab.evaluate(
-            "() => !!Reveal.getCurrentSlide()"
-            ".querySelector('figure.vega-figure')"
-        ):
+        measure = tab.evaluate(MEASURE, MIN_PX)
+        seen.reached.append(measure["index"])
+        if measure["dial"]:
             tab.wait_for_function(make_slides.DIALS_DRAWN)
             before = tab.evaluate(DIAL_STATE)
             slider = tab.locator(
@@ -315,7 +316,8 @@ def _visit_deck(browser, url: str, name: str, axe_script) -> DeckVisit:
             after = tab.evaluate(DIAL_STATE)
             seen.dials.append((before, after))
             tab.evaluate("document.activeElement.blur()")
-        seen.measures.append(tab.evaluate(MEASURE, MIN_PX))
+            measure = tab.evaluate(MEASURE, MIN_PX)
+        seen.measures.append(measure)
     if axe_script:
         # Once per deck, on reveal.js's print view (what the PDF prints):
         # every slide laid out at once, none hidden from axe.
