@@ -827,6 +827,12 @@ WAIT_FOR_DECK = """async () => {
   if (window.MathJax && MathJax.startup) { await MathJax.startup.promise; }
   await document.fonts.ready;
 }"""
+# reveal.js's print view has laid out a page per slide.
+PRINT_READY = (
+    "() => window.Reveal && Reveal.isReady()"
+    " && document.querySelectorAll('.pdf-page').length"
+    " >= Reveal.getTotalSlides()"
+)
 DIALS_DRAWN = (
     "() => [...document.querySelectorAll('figure.vega-figure')]"
     ".every(f => f.classList.contains('vega-figure-ready'))"
@@ -854,6 +860,7 @@ def print_pdfs(out: Path, names: list[str]) -> None:
         for name in names:
             tab.goto(f"{url}{name}.html?print-pdf")
             tab.evaluate(WAIT_FOR_DECK)
+            tab.wait_for_function(PRINT_READY)
             tab.wait_for_function(DIALS_DRAWN)
             tab.pdf(
                 path=str(out / f"{name}.pdf"),

@@ -323,6 +323,7 @@ def _visit_deck(browser, url: str, name: str, axe_script) -> DeckVisit:
         # every slide laid out at once, none hidden from axe.
         tab.goto(f"{url}{name}.html?print-pdf")
         tab.evaluate(make_slides.WAIT_FOR_DECK)
+        tab.wait_for_function(make_slides.PRINT_READY)
         tab.wait_for_function(make_slides.DIALS_DRAWN)
         tab.evaluate(AXE_ALL_SLIDES)
         tab.evaluate(axe_script)
