@@ -1157,3 +1157,34 @@ def test_new_medians_want_a_generator(tb):
     ):
         with pytest.raises(TypeError):
             tb.value(expression)
+
+
+def test_lln_release_meets_its_renyi_bound_numerically(tb):
+    # The CDP condition, checked by quadrature at the chapter's eps = 1,
+    # beta = 1/4: for the worst neighbour (a shift by s in units of the
+    # noise scale and a change of scale by e^(+-beta)), the Renyi
+    # divergence of every order tried is at most alpha eps^2 / 2.
+    from scipy import special
+
+    eps, beta = 1.0, 0.25
+    sigma, s = tb["lln_parameters"](eps, beta)
+    y, w = np.polynomial.hermite_e.hermegauss(120)
+    w = w / np.sqrt(2 * np.pi)
+
+    def log_lln(z):  # log density of Laplace * exp(sigma * normal)
+        a = -sigma * y - np.log(2) - np.abs(z)[:, None] * np.exp(-sigma * y)
+        return special.logsumexp(a, b=w, axis=1)
+
+    half = np.concatenate(
+        [np.linspace(0, 40, 8001)[1:], np.geomspace(40, 1e5, 4001)[1:]]
+    )
+    z = np.concatenate([-half[::-1], [0.0], half])
+    log_p = log_lln(z)
+    assert np.trapezoid(np.exp(log_p), z) == pytest.approx(1, abs=1e-4)
+    for lam in (beta, -beta):
+        for shift in (s, -s):
+            log_q = log_lln((z - shift) / np.exp(lam)) - lam
+            for alpha in (1.5, 2, 5, 20):
+                for a, b in ((log_p, log_q), (log_q, log_p)):
+                    mass = np.trapezoid(np.exp(alpha * a + (1 - alpha) * b), z)
+                    assert np.log(mass) / (alpha - 1) <= alpha * eps**2 / 2
