@@ -1189,3 +1189,43 @@ def test_lln_release_meets_its_renyi_bound_numerically(tb):
                 for a, b in ((log_p, log_q), (log_q, log_p)):
                     mass = np.trapezoid(np.exp(alpha * a + (1 - alpha) * b), z)
                     assert np.log(mass) / (alpha - 1) <= alpha * eps**2 / 2
+
+
+def test_noise_sd_is_the_standard_deviation_of_the_noise(tb):
+    # Student's t with d = 3 has variance d / (d - 2) = 3; the Laplace
+    # log-normal E[X^2] E[exp(2 sigma Y)] = 2 exp(2 sigma^2); each times
+    # the squared scale S_beta / s (beta = eps / 8, s = sqrt(3) eps / 4;
+    # beta = eps / 4, s = exp(-3 sigma^2 / 2) (eps - beta / sigma), sigma
+    # minimizing the variance, found here by a search of our own).
+    eps, upper = tb.value("SS_EPSILON"), tb.value("AGE_UPPER")
+    grid = np.linspace(eps / 4 / eps + 1e-6, 2, 200_001)
+    log_var = 5 * grid**2 - 2 * np.log(eps - eps / 4 / grid)
+    sigma = grid[np.argmin(log_var)]
+    s_lln = np.exp(-1.5 * sigma**2) * (eps - eps / 4 / sigma)
+    for table in ([20, 30, 40, 50, 60], [18, 18, 19, 80], [33] * 7):
+        smooth = tb["smooth_sensitivity_median"]
+        s_t = np.sqrt(3) * eps / 4
+        want_t = np.sqrt(3) * smooth(table, upper, eps / 8) / s_t
+        want_lln = (
+            np.sqrt(2) * np.exp(sigma**2) * smooth(table, upper, eps / 4)
+        ) / s_lln
+        tb.inject(f"_t = {table}")
+        got_t = tb.value('float(noise_sd("Student\'s t", _t))')
+        got_lln = tb.value('float(noise_sd("Laplace log-normal", _t))')
+        assert got_t == pytest.approx(want_t, rel=1e-9)
+        assert got_lln == pytest.approx(want_lln, rel=1e-5)
+
+
+def test_new_proofs_say_what_they_derive():
+    text = support.markdown_text("beyond-global-sensitivity")
+    # The dilation term lambda - (d + 1)/2 ln(...) runs from lambda to
+    # -d lambda, for either sign of lambda.
+    assert "the whole lies between $\\lambda$ and $-d\\lambda$: in" in text
+    # Emptying the table yields median 0 only: it matters for c = 0 alone
+    # (for c > 0 with no value at or above c, n is less than the deficit).
+    assert "matters only for $c = 0$, where $L = 0$" in text
+    # The two medians live on the same grid: they differ by the half step
+    # of the path length, not by a discretization.
+    assert "up to discretization" not in text
+    # Student's t is no longer the best known noise for pure DP.
+    assert "{cite:t}`hladik2025smooth`" in text
