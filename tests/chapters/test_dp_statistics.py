@@ -1223,25 +1223,53 @@ def test_adassp_needs_a_generator(tb):
 def test_adassp_comparison_is_glued_and_as_stated(ns):
     table = ns["ada_table"]
     pred = table["median prediction RMSE"]
-    slope = table["education slope RMSE"]
-    # census, epsilon 1: the noisy moments win; where noise swamps the
-    # design (epsilon 0.1, or a 5% sample), AdaSSP wins by far
+    # a median: the noisy moments' slope is heavy-tailed, and a mean
+    # square error over 500 runs would be set by the worst few
+    slope = table["median education slope error"]
+    # census, epsilon 1: the noisy moments win; at epsilon 0.1 AdaSSP wins
+    # (slope and predictions); on a 5% sample it wins by far at every epsilon
     assert (
         pred[("census", 1.0, "noisy moments")]
         < pred[("census", 1.0, "AdaSSP")]
     )
-    assert (
-        slope[("census", 0.1, "AdaSSP")] * 10
-        < slope[("census", 0.1, "noisy moments")]
-    )
-    for epsilon in (0.1, 0.3, 1.0):
+    for column in (slope, pred):
         assert (
-            pred[("5% sample", epsilon, "AdaSSP")]
-            < pred[("5% sample", epsilon, "noisy moments")]
+            column[("census", 0.1, "AdaSSP")]
+            < column[("census", 0.1, "noisy moments")]
+            < 3 * column[("census", 0.1, "AdaSSP")]
         )
+    for epsilon in (0.1, 0.3, 1.0):
+        for column in (slope, pred):
+            assert (
+                2 * column[("5% sample", epsilon, "AdaSSP")]
+                < column[("5% sample", epsilon, "noisy moments")]
+            )
+    assert glued_value(STEM, "stats_ada_census_ssp_slope_01") == pytest.approx(
+        slope[("census", 0.1, "noisy moments")]
+    )
     assert table.loc[("census", 1.0, "AdaSSP"), "median ridge"] == 0
     assert glued_value(STEM, "stats_ada_census_ssp_pred_1") == pytest.approx(
         pred[("census", 1.0, "noisy moments")]
     )
     ratio = np.sqrt(np.log(6 / 1e-6)) * 3 * 3 / (np.sqrt(2) * 10)
     assert glued_value(STEM, "stats_ada_noise_ratio") == pytest.approx(ratio)
+
+
+def test_kv_states_which_neighbors_each_interval_protects():
+    """The census comparison mixes replace-one (Karwa-Vadhan, n public)
+    with the chapter's add/remove intervals: the page must say so and
+    give the conversion (add/remove eps is replace-one 2 eps)."""
+    import nbformat
+
+    from conftest import CHAPTERS_DIR
+
+    notebook = nbformat.read(CHAPTERS_DIR / f"{STEM}.ipynb", as_version=4)
+    prose = " ".join(
+        " ".join(c.source.split())
+        for c in notebook.cells
+        if c.cell_type == "markdown"
+    )
+    assert "$2\\varepsilon$-DP for replace-one" in prose
+    assert "keep their add/remove guarantee" in prose
+    # the theorem promises 1 - alpha - beta, not 1 - alpha
+    assert "as the theorem promises" not in prose
