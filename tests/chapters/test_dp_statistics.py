@@ -1273,3 +1273,25 @@ def test_kv_states_which_neighbors_each_interval_protects():
     assert "keep their add/remove guarantee" in prose
     # the theorem promises 1 - alpha - beta, not 1 - alpha
     assert "as the theorem promises" not in prose
+
+
+def test_kv_one_record_moves_the_interval_by_at_most_width_over_n(ns):
+    """Replace-one privacy of the mean step rests on the clamp: with the
+    same noise, replacing one record (here by 1e6) moves the interval by
+    at most the range's width over n."""
+    first = np.random.default_rng(11).normal(0, 1, 1000)
+    second = first.copy()
+    second[0] = 1e6
+    found = [
+        ns["kv_intervals"](
+            v[None, :], 1.0, 10.0, 1.0, np.random.default_rng(5)
+        )
+        for v in (first, second)
+    ]
+    (low_1, high_1, center_1), (low_2, high_2, center_2) = found
+    assert center_1 == center_2 == 0
+    spread = ns["kv_widths"](1000, 1.0, 1.0, 0.05)[0]
+    assert -10 < low_1[0] < high_1[0] < 10  # not cut to (-R, R)
+    assert abs((low_1 + high_1) - (low_2 + high_2))[0] / 2 <= (
+        2 * spread / 1000 + 1e-12
+    )
