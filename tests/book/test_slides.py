@@ -179,6 +179,30 @@ def test_an_item_that_does_not_resolve_stops_the_build(
     assert f"slides/{name}.yml" in str(error.value)
 
 
+def test_a_figure_without_a_name_is_taken_by_its_place(tmp_path):
+    """`figure: 1` is the chapter's second stored image; a number past
+    the last image stops the build."""
+    name = "differential-privacy"
+    chapter = make_slides.Chapter.load(name)
+
+    def by_number(slides):
+        _first(slides, "figure")["figure"] = 1
+
+    deck = _build_changed(tmp_path, name, by_number)
+    image = deck.assets[f"figures/{name}-1.png"]
+    assert image == make_slides.base64.b64decode(
+        chapter.figures["fig-dp-ratio"]["png"]
+    )
+    assert f'src="figures/{name}-1.png"' in deck.html
+
+    def past_the_end(slides):
+        _first(slides, "figure")["figure"] = 99
+
+    (tmp_path / "past").mkdir()
+    with pytest.raises(make_slides.OutlineError, match="no figure named"):
+        _build_changed(tmp_path / "past", name, past_the_end)
+
+
 def test_no_solution_is_on_a_slide(decks):
     """The decks may go to students: no solution's text is on them."""
     for name, deck in decks.items():
