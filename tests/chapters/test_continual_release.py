@@ -1218,3 +1218,73 @@ def test_beyond_the_tree_prose_cites_and_states_its_sources():
     bib = (CHAPTERS_DIR.parent / "references.bib").read_text()
     for key in ("andersson2025count", "andersson2023smooth"):
         assert bib.count("{" + key + ",") == 1
+
+
+def test_beyond_the_tree_kernel_values_by_hand(cr):
+    """What the executed chapter computes (not only what it stored): the
+    asymptotic constants, the smooth mechanism's sigma (sqrt(5) per unit
+    for T = 365, d = 12), the Gaussian tree's simulated variance
+    (sd SIGMA_UNIT sqrt(L) per node) and delta_cross, each from its
+    formula written out here with its own analytic Gaussian."""
+    for k in (3, 19, 29):
+        assert cr.value(f"float(kary_constant({k}))") == pytest.approx(
+            (k * k - 1) / (2 * k * np.log(k) ** 3), rel=1e-12
+        )
+    assert cr.value("binary_constant") == pytest.approx(
+        1 / (2 * np.log(2) ** 3), rel=1e-12
+    )
+
+    def exact_delta(s, eps=1.0):
+        return stats.norm.cdf(0.5 / s - eps * s) - np.exp(
+            eps
+        ) * stats.norm.cdf(-0.5 / s - eps * s)
+
+    unit = optimize.brentq(lambda s: exact_delta(s) - 1e-6, 0.5, 50)
+    assert cr.value("SIGMA_UNIT") == pytest.approx(unit, rel=1e-9)
+    assert cr.value("float(sigma_smooth)") == pytest.approx(
+        np.sqrt(5) * unit, rel=1e-9
+    )
+    assert cr.value("float(smooth_sd)") == pytest.approx(
+        np.sqrt(30) * unit, rel=1e-9
+    )
+    # 2,000 runs over 365 days: the mean of the days' variances is within
+    # 2% of the formula's (a missing sqrt(L) would make it 9 times smaller)
+    measured = cr.value("float(gauss_tree_errors.var(axis=0).mean())")
+    popcount = np.array([bin(t).count("1") for t in range(1, 366)])
+    assert measured / (unit**2 * 9 * popcount.mean()) == pytest.approx(
+        1, abs=0.03
+    )
+    kary = cr.value(
+        'float(matched.loc[f"{BEST_K}-ary tree, Laplace", "RMSE"])'
+    )
+    sqrt_rmse = cr.value('float(matched.loc["square root, Gaussian", "RMSE"])')
+    cross = exact_delta(kary / (sqrt_rmse / unit))
+    assert cr.value("float(delta_cross)") == pytest.approx(cross, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "laplace_max_error_bound([], 1.0, 0.1)",
+        "laplace_max_error_bound([1, 0], 1.0, 0.1)",
+        "gaussian_max_error_bound([], 0.1)",
+        "gaussian_max_error_bound([1.0, 0.0], 0.1)",
+        "gaussian_max_error_bound([1.0, -2.0], 0.1)",
+        "gaussian_max_error_bound([1.0, np.inf], 0.1)",
+    ],
+)
+def test_max_error_bounds_reject_bad_terms_and_sds(cr, call):
+    """The number of noises per day and the sds are arguments: an empty
+    list, a day without noise or a non-positive sd is a clear ValueError."""
+    assert value_error_message(cr, call)
+
+
+def test_smooth_prose_says_the_paper_calibrates_to_sqrt_d_over_2():
+    """The chapter's sqrt(5) is a tighter calibration than the paper's
+    sqrt(d / 2), valid for this horizon: the prose must say so."""
+    text = markdown_text()
+    section = text[text.index("### The smooth binary mechanism") :]
+    section = section[: section.index("### How large is the largest error?")]
+    assert (
+        "authors' code" in section and "\\sqrt{d/2}$ for every $T$" in section
+    )
