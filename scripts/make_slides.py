@@ -571,7 +571,8 @@ PAGE = """<!DOCTYPE html>
 Reveal.initialize({{
   width: {width}, height: {height}, margin: 0, center: false,
   hash: true, slideNumber: "c/t", transition: "none",
-  pdfSeparateFragments: false, plugins: [RevealNotes]
+  pdfSeparateFragments: false, pdfMaxPagesPerSlide: 1,
+  plugins: [RevealNotes]
 }});
 </script>
 </body>
@@ -836,11 +837,16 @@ WAIT_FOR_DECK = """async () => {
   if (window.MathJax && MathJax.startup) { await MathJax.startup.promise; }
   await document.fonts.ready;
 }"""
-# reveal.js's print view has laid out a page per slide.
+# reveal.js's print view announces its finished layout with 'pdf-ready'
+# (counting its pages raced it under load: a PDF came out a page short).
+PDF_READY_LISTENER = (
+    "document.addEventListener('pdf-ready',"
+    " () => { window.bookPdfReady = true; });"
+)
 PRINT_READY = (
-    "() => window.Reveal && Reveal.isReady()"
+    "() => window.bookPdfReady === true"
     " && document.querySelectorAll('.pdf-page').length"
-    " >= Reveal.getTotalSlides()"
+    " === Reveal.getTotalSlides()"
 )
 DIALS_DRAWN = (
     "() => [...document.querySelectorAll('figure.vega-figure')]"
@@ -866,6 +872,7 @@ def print_pdfs(out: Path, names: list[str]) -> None:
             executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
         )
         tab = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        tab.add_init_script(PDF_READY_LISTENER)
         for name in names:
             tab.goto(f"{url}{name}.html?print-pdf")
             tab.evaluate(WAIT_FOR_DECK)

@@ -374,6 +374,7 @@ def _visit_deck(browser, url: str, name: str, axe_script) -> DeckVisit:
     context = _context(browser)
     seen = DeckVisit(Visit(name))
     tab = context.new_page()
+    tab.add_init_script(make_slides.PDF_READY_LISTENER)
     _stay_local(tab, url, seen.visit)  # a page routes like a context
     watch(tab, seen.visit, url)
     tab.goto(f"{url}{name}.html")
