@@ -1045,3 +1045,33 @@ def test_select_measure_reconstruct_ties_the_chapter_to_mst():
     assert "gives exactly $\\varepsilon = 1$ at $\\delta = 10^{-6}$" in flat
     assert "(a preprint;" in text and "{cite:t}`cho2024semidp`" in text
     assert "{cite:p}`census2021certificates" in text
+
+
+def test_the_persons_budget_agrees_with_the_deploying_chapter(mq):
+    """deploying-dp reads the same persons run: same rho, same epsilon;
+    and the persons total adds the two runs' rho in the kernel too."""
+    from conftest import glued_value  # noqa: PLC0415
+
+    rho = glued_value("many-queries", "mq_pl_rho_persons")
+    assert glued_value("deploying-dp", "dep_census_rho") == pytest.approx(rho)
+    assert mq.value("pl94_rho['persons']") == pytest.approx(rho)
+    assert glued_value("deploying-dp", "dep_census_eps_cks") == pytest.approx(
+        glued_value("many-queries", "mq_pl_eps_persons")
+    )
+    both = mq.value("pl94_rho['persons'] + dhc_rho")
+    assert mq.value("persons_rho") == pytest.approx(both)
+    assert mq.value("cks_epsilon(persons_rho, PL94_DELTA)") == pytest.approx(
+        29.121, abs=1e-3
+    )
+
+
+def test_the_pattern_s_name_and_the_error_ratio_are_stated_rightly():
+    """McKenna et al. call the synthetic-data recipe select-measure-
+    generate; the k-rows rule states which error is divided by which;
+    the persons sum says why adding the two runs is right."""
+    flat = chapter_markdown().replace("\n", " ")
+    assert "as select, measure and generate" in flat
+    assert "name **select-measure-reconstruct**" not in flat
+    assert "the Gaussian error divided by the Laplace error is" in flat
+    assert "Both runs read the same confidential person records" in flat
+    assert "zCDP composes adaptively" in flat
