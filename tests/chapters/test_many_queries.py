@@ -1075,3 +1075,16 @@ def test_the_pattern_s_name_and_the_error_ratio_are_stated_rightly():
     assert "the Gaussian error divided by the Laplace error is" in flat
     assert "Both runs read the same confidential person records" in flat
     assert "zCDP composes adaptively" in flat
+
+
+def test_the_gaussian_tree_weights_are_the_best_on_their_grid(mq):
+    """The weights the text quotes for Gaussian noise are those of the
+    least error on the grid searched (root first, the root at 1)."""
+    grid, errors = mq["grid"], np.asarray(mq["gauss_grid"])
+    assert len(grid) == len(errors) == 16
+    best = np.exp(grid[int(np.argmin(errors))])
+    np.testing.assert_allclose(mq["gauss_weights"], best)
+    assert mq["gauss_weights"][0] == 1
+    assert errors.min() == pytest.approx(
+        mq["noise_table"].loc["optimized 16-ary tree", "Gaussian"]
+    )
