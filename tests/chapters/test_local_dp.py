@@ -1118,3 +1118,30 @@ def test_the_subset_selection_window_is_empty_on_the_census(tb):
     assert limit == pytest.approx(math.log(42 / 9), abs=1e-9)
     assert limit < 3.8
     assert tb.value("max(domain_sizes)") == 42
+
+
+def test_the_projection_is_the_closest_point_with_the_right_total(tb):
+    """On stored OUE estimates of country of birth (the last attribute
+    the loop measured): the projection is max(raw - theta, 0) for one
+    common theta, adds up to n, and no other non-negative vector with
+    that total that we try is closer (the KKT conditions of the
+    Euclidean projection onto the scaled simplex)."""
+    raw = np.asarray(tb.value("raw[:20].tolist()"))
+    n = tb.value("n_people")
+    projected = np.asarray(
+        tb.value("project_to_total(raw[:20], np.full(20, n_people)).tolist()")
+    )
+    assert raw.shape == (20, 42)
+    rng = np.random.default_rng(46)
+    for row, got in zip(raw, projected, strict=True):
+        assert np.min(row) < 0  # there is something to fix
+        assert got.sum() == pytest.approx(n, abs=1e-6)
+        kept = got > 0
+        theta = row[kept] - got[kept]
+        assert np.ptp(theta) < 1e-6  # one common amount
+        assert np.all(row[~kept] <= theta[0] + 1e-6)  # the rest: zero
+        best = np.sum((got - row) ** 2)
+        for _ in range(50):
+            other = rng.dirichlet(np.ones(42)) * n
+            mix = 0.9 * got + 0.1 * other  # still feasible
+            assert np.sum((mix - row) ** 2) >= best
