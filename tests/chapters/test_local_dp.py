@@ -1145,3 +1145,53 @@ def test_the_projection_is_the_closest_point_with_the_right_total(tb):
             other = rng.dirichlet(np.ones(42)) * n
             mix = 0.9 * got + 0.1 * other  # still feasible
             assert np.sum((mix - row) ** 2) >= best
+
+
+def test_randomized_response_meets_the_rate_with_constant_one(tb):
+    """The exercise's ratio eps e^(eps/2) / (e^eps - 1), whatever n: it
+    tends to 1 as eps -> 0 and falls above eps = 1."""
+    ratios = tb["rr_ratios"]
+    for eps, got in ratios.items():
+        assert got == pytest.approx(
+            eps * math.exp(eps / 2) / math.expm1(eps), rel=1e-12
+        )
+    assert ratios[0.01] == pytest.approx(1, abs=1e-4)
+    assert np.all(np.diff(ratios.to_numpy()) < 0)
+    assert tb.value("rr_ratio(1.0, 10**8)") == pytest.approx(ratios[1.0])
+
+
+@pytest.mark.parametrize(
+    ("code", "expected", "public"),
+    [
+        (
+            "rr_ratios = {e: rr_ratio(e, n_people) ** 2 for e in rr_ratios}\n",
+            "that is the ratio of variances",
+            False,
+        ),
+        (
+            "rr_ratios = {e: 1 / rr_ratio(e, n_people) for e in rr_ratios}\n",
+            "upside down",
+            False,
+        ),
+        (
+            "rr_ratios = {e: 1 / rr_ratio(e, n_people) for e in rr_ratios}\n",
+            "is above 1",
+            True,
+        ),
+        (
+            "rr_ratios = {e: rr_ratio(2 * e, n_people) for e in rr_ratios}\n",
+            "over sqrt(n) / eps is eps e^(eps/2) / (e^eps - 1)",
+            False,
+        ),
+    ],
+    ids=["variance-ratio", "upside-down", "upside-down-public", "two-eps"],
+)
+def test_the_rr_bound_exercise_names_each_mistake(tb, code, expected, public):
+    if public:
+        assignments.assert_public_checks_name(
+            tb, STEM, "ldp-ex-rr-bound", code, expected, over=True
+        )
+    else:
+        assignments.assert_wrong_answer_fails(
+            tb, STEM, "ldp-ex-rr-bound", code, expected, over=True
+        )
