@@ -1199,3 +1199,18 @@ def test_the_rr_bound_exercise_names_each_mistake(tb, code, expected, public):
         assignments.assert_wrong_answer_fails(
             tb, STEM, "ldp-ex-rr-bound", code, expected, over=True
         )
+
+
+def test_the_lower_bound_text_states_djw_and_the_shuffle_version():
+    """Review of issue 46: the theorem has two items (not three), DJW's
+    inequality is stated with its constant 4 on the symmetrized KL, the
+    bounds are worst-case, and the closed form names the version it
+    follows and the authors' stricter condition in their code."""
+    text = chapter_markdown()
+    assert "The first two results below" not in text
+    assert "Both results below hold for any protocol" in text
+    assert "$4 (e^{\\varepsilon} - 1)^2 \\lVert P_0 - P_1" in text
+    assert "sum of the divergences in both directions" in text
+    assert "The bounds speak of the worst data set" in text
+    assert "As published (FOCS 2021)" in text
+    assert "slightly stricter condition with $\\ln(4/\\delta)$" in text
