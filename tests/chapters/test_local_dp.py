@@ -1214,3 +1214,53 @@ def test_the_lower_bound_text_states_djw_and_the_shuffle_version():
     assert "The bounds speak of the worst data set" in text
     assert "As published (FOCS 2021)" in text
     assert "slightly stricter condition with $\\ln(4/\\delta)$" in text
+
+
+def test_subset_rmse_draws_a_random_subset(tb):
+    """Each run reports from a fresh random subset, not the first rows:
+    on 500 zeros followed by 500 ones, a subset of 500 holds both."""
+    tb.inject(
+        """
+        _seen = []
+        _run_oracle = run_oracle
+
+        def run_oracle(name, people, d, epsilon, rng):
+            _seen.append(np.bincount(people, minlength=d).tolist())
+            return _run_oracle(name, people, d, epsilon, rng)
+
+        try:
+            subset_rmse(
+                "OUE", np.repeat([0, 1], 500), 2, 500, 1.0, 5,
+                np.random.default_rng(3),
+            )
+        finally:
+            run_oracle = _run_oracle
+        """
+    )
+    seen = tb.value("_seen")
+    assert len(seen) == 5
+    assert all(
+        150 < zeros < 350 and zeros + ones == 500 for zeros, ones in seen
+    )
+    assert len({tuple(run) for run in seen}) > 1
+
+
+def test_the_closed_form_keeps_the_published_condition(tb):
+    """FMT's Theorem 3.1 as published (FOCS 2021): eps0 <= ln(n / (16
+    ln(2 / delta))). Just inside it (but outside the ln(4 / delta) of the
+    authors' code) the closed form still answers, with the formula."""
+    n, delta = 32_561, 1e-6
+    largest = math.log(n / (16 * math.log(2 / delta)))
+    inside = largest - 0.01
+    assert inside > math.log(n / (16 * math.log(4 / delta)))
+    e = math.exp(inside)
+    expected = math.log1p(
+        (e - 1)
+        / (e + 1)
+        * (8 * math.sqrt(e * math.log(4 / delta) / n) + 8 * e / n)
+    )
+    got = tb.value(f"shuffle_epsilon_closed_form({inside}, {n}, {delta})")
+    assert got == pytest.approx(expected)
+    assert value_error_message(
+        tb, f"shuffle_epsilon_closed_form({largest + 0.01}, {n}, {delta})"
+    )
