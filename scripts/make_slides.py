@@ -127,6 +127,19 @@ def _directives(markdown: str) -> list[Directive]:
     return found
 
 
+@functools.cache
+def _book_directives(root: Path = ROOT) -> dict:
+    """Every labelled directive of every chapter, by label."""
+    found = {}
+    for path in sorted((root / "chapters").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                for directive in _directives(cell.source):
+                    if directive.label:
+                        found[directive.label] = directive
+    return found
+
+
 @dataclass
 class Chapter:
     """What a deck can take from one chapter's stored notebook."""
@@ -311,6 +324,13 @@ class Renderer:
         if explicit:
             return explicit["text"]
         target = self.chapter.directives.get(content)
+        if target is None and role == "prf:ref":
+            # A theorem of another chapter: the book's title for it.
+            target = _book_directives().get(content)
+            if target is None:
+                raise OutlineError(
+                    f"{self.where}: no chapter has a directive {content!r}"
+                )
         if target is not None and target.title:
             return self.inline(target.title)
         return content.replace("-", " ")

@@ -180,6 +180,29 @@ def test_an_item_that_does_not_resolve_stops_the_build(
     assert f"slides/{name}.yml" in str(error.value)
 
 
+def test_a_theorem_of_another_chapter_is_named_by_its_title(tmp_path):
+    """{prf:ref} to another chapter's directive shows that directive's
+    title (it showed the label with its dashes as spaces); a label no
+    chapter has stops the build."""
+    name = "differential-privacy"
+
+    def cross(slides):
+        _first(slides, "text")["text"] += (
+            "\n\nSee {prf:ref}`gauss-def-approx-dp`."
+        )
+
+    deck = _build_changed(tmp_path, name, cross)
+    assert "gauss def approx dp" not in deck.html
+    assert "-differential privacy" in deck.html
+
+    def unknown(slides):
+        _first(slides, "text")["text"] += "{prf:ref}`gauss-def-renamed`"
+
+    (tmp_path / "unknown").mkdir()
+    with pytest.raises(make_slides.OutlineError, match="no chapter has"):
+        _build_changed(tmp_path / "unknown", name, unknown)
+
+
 def test_a_figure_without_a_name_is_taken_by_its_place(tmp_path):
     """`figure: 1` is the chapter's second stored image; a number past
     the last image stops the build."""
