@@ -127,6 +127,19 @@ def _directives(markdown: str) -> list[Directive]:
     return found
 
 
+@functools.cache
+def _book_directives(root: Path = ROOT) -> dict:
+    """Every labelled directive of every chapter, by label."""
+    found = {}
+    for path in sorted((root / "chapters").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "markdown":
+                for directive in _directives(cell.source):
+                    if directive.label:
+                        found[directive.label] = directive
+    return found
+
+
 @dataclass
 class Chapter:
     """What a deck can take from one chapter's stored notebook."""
@@ -149,6 +162,7 @@ class Chapter:
             raise OutlineError(f"no chapter {path}")
         notebook = nbformat.read(path, as_version=4)
         markdown, outputs, glue, figures, dials = [], [], {}, {}, []
+        images = []
         solution_glue = set()
         for cell in notebook.cells:
             if cell.cell_type == "markdown":
@@ -173,12 +187,19 @@ class Chapter:
                         outputs.append(data[mime])
                 if VEGA_LITE in data:
                     dials.append(data[VEGA_LITE])
-                if "image/png" in data and figure_name:
-                    figures[figure_name] = {
+                if "image/png" in data:
+                    image = {
                         "png": data["image/png"],
-                        "caption": meta["figure"].get("caption", ""),
+                        "caption": meta.get("figure", {}).get("caption", ""),
                         "alt": meta.get("image", {}).get("alt", ""),
                     }
+                    images.append(image)
+                    if figure_name:
+                        figures[figure_name] = image
+        # A figure without a name is taken by its place among the
+        # chapter's stored images: `figure: 0` is the first.
+        for number, image in enumerate(images):
+            figures[number] = image
         directives = {}
         objectives = ""
         for text in markdown:
@@ -303,6 +324,13 @@ class Renderer:
         if explicit:
             return explicit["text"]
         target = self.chapter.directives.get(content)
+        if target is None and role == "prf:ref":
+            # A theorem of another chapter: the book's title for it.
+            target = _book_directives().get(content)
+            if target is None:
+                raise OutlineError(
+                    f"{self.where}: no chapter has a directive {content!r}"
+                )
         if target is not None and target.title:
             return self.inline(target.title)
         return content.replace("-", " ")
@@ -448,8 +476,9 @@ def render_slide(
         figure = chapter.figures.get(value)
         if figure is None:
             raise OutlineError(
-                f"{where}: no figure named {value!r} (mystnb figure name)"
-                f" with a stored image in chapter {chapter.name}"
+                f"{where}: no figure named {value!r} (mystnb figure name,"
+                " or the number of a stored image, from 0) with a stored"
+                f" image in chapter {chapter.name}"
             )
         file_name = f"figures/{chapter.name}-{value}.png"
         assets[file_name] = base64.b64decode(figure["png"])
@@ -562,7 +591,8 @@ PAGE = """<!DOCTYPE html>
 Reveal.initialize({{
   width: {width}, height: {height}, margin: 0, center: false,
   hash: true, slideNumber: "c/t", transition: "none",
-  pdfSeparateFragments: false, plugins: [RevealNotes]
+  pdfSeparateFragments: false, pdfMaxPagesPerSlide: 1,
+  plugins: [RevealNotes]
 }});
 </script>
 </body>
@@ -827,11 +857,16 @@ WAIT_FOR_DECK = """async () => {
   if (window.MathJax && MathJax.startup) { await MathJax.startup.promise; }
   await document.fonts.ready;
 }"""
-# reveal.js's print view has laid out a page per slide.
+# reveal.js's print view announces its finished layout with 'pdf-ready'
+# (counting its pages raced it under load: a PDF came out a page short).
+PDF_READY_LISTENER = (
+    "document.addEventListener('pdf-ready',"
+    " () => { window.bookPdfReady = true; });"
+)
 PRINT_READY = (
-    "() => window.Reveal && Reveal.isReady()"
+    "() => window.bookPdfReady === true"
     " && document.querySelectorAll('.pdf-page').length"
-    " >= Reveal.getTotalSlides()"
+    " === Reveal.getTotalSlides()"
 )
 DIALS_DRAWN = (
     "() => [...document.querySelectorAll('figure.vega-figure')]"
@@ -857,6 +892,7 @@ def print_pdfs(out: Path, names: list[str]) -> None:
             executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
         )
         tab = chromium.new_page(viewport={"width": WIDTH, "height": HEIGHT})
+        tab.add_init_script(PDF_READY_LISTENER)
         for name in names:
             tab.goto(f"{url}{name}.html?print-pdf")
             tab.evaluate(WAIT_FOR_DECK)

@@ -233,3 +233,22 @@ def test_figure_text_is_legible_on_a_phone(path):
         f"{path.name}: figure text under {MIN_TEXT_CSS_PX} CSS px on a "
         f"390 px phone: {too_small}"
     )
+
+
+@pytest.mark.parametrize("notebook", chapter_notebooks(), ids=lambda p: p.stem)
+def test_every_figure_has_alt_text(notebook):
+    """A reader on a screen reader gets every Matplotlib figure as text:
+    each cell that stores a PNG names its alt text (mystnb metadata). The
+    browser test finds the same gap, but only after a full build."""
+    missing = [
+        index
+        for index, cell in enumerate(
+            nbformat.read(notebook, as_version=4).cells
+        )
+        if cell.cell_type == "code"
+        and any("image/png" in out.get("data", {}) for out in cell.outputs)
+        and not cell.metadata.get("mystnb", {}).get("image", {}).get("alt")
+    ]
+    assert not missing, (
+        f"{notebook.name}: cells {missing} show a figure without alt text"
+    )

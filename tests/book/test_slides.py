@@ -18,7 +18,8 @@ import sys
 from dataclasses import dataclass, field
 
 import pytest
-from browser import Visit, _stay_local, launch, watch
+from browser import Visit, _stay_local, visit_all, watch
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from conftest import BUILD_DIR, ROOT
 
@@ -179,6 +180,53 @@ def test_an_item_that_does_not_resolve_stops_the_build(
     assert f"slides/{name}.yml" in str(error.value)
 
 
+def test_a_theorem_of_another_chapter_is_named_by_its_title(tmp_path):
+    """{prf:ref} to another chapter's directive shows that directive's
+    title (it showed the label with its dashes as spaces); a label no
+    chapter has stops the build."""
+    name = "differential-privacy"
+
+    def cross(slides):
+        _first(slides, "text")["text"] += (
+            "\n\nSee {prf:ref}`gauss-def-approx-dp`."
+        )
+
+    deck = _build_changed(tmp_path, name, cross)
+    assert "gauss def approx dp" not in deck.html
+    assert "-differential privacy" in deck.html
+
+    def unknown(slides):
+        _first(slides, "text")["text"] += "{prf:ref}`gauss-def-renamed`"
+
+    (tmp_path / "unknown").mkdir()
+    with pytest.raises(make_slides.OutlineError, match="no chapter has"):
+        _build_changed(tmp_path / "unknown", name, unknown)
+
+
+def test_a_figure_without_a_name_is_taken_by_its_place(tmp_path):
+    """`figure: 1` is the chapter's second stored image; a number past
+    the last image stops the build."""
+    name = "differential-privacy"
+    chapter = make_slides.Chapter.load(name)
+
+    def by_number(slides):
+        _first(slides, "figure")["figure"] = 1
+
+    deck = _build_changed(tmp_path, name, by_number)
+    image = deck.assets[f"figures/{name}-1.png"]
+    assert image == make_slides.base64.b64decode(
+        chapter.figures["fig-dp-ratio"]["png"]
+    )
+    assert f'src="figures/{name}-1.png"' in deck.html
+
+    def past_the_end(slides):
+        _first(slides, "figure")["figure"] = 99
+
+    (tmp_path / "past").mkdir()
+    with pytest.raises(make_slides.OutlineError, match="no figure named"):
+        _build_changed(tmp_path / "past", name, past_the_end)
+
+
 def test_no_solution_is_on_a_slide(decks):
     """The decks may go to students: no solution's text is on them."""
     for name, deck in decks.items():
@@ -217,9 +265,11 @@ def test_reveal_is_pinned_and_served_beside_the_decks(decks):
 # In Chromium, at 1280 x 720
 # --------------------------------------------------------------------------
 
-# What the current slide shows that does not fit: elements past the
-# screen's edges, and text smaller than MIN_PX as drawn.
-MEASURE = r"""minPx => {
+# What a slide shows that does not fit: elements past the screen's edges,
+# and text smaller than MIN_PX as drawn. `measure(slide)` is defined once
+# per page; MEASURE_ALL shows every slide in turn (Reveal.slide: no key
+# press, no transition, one round trip for the whole deck) and measures it.
+MEASURE_FUNCTION = r"""minPx => { window.measureSlide = () => {
   const slide = Reveal.getCurrentSlide();
   const scale = Reveal.getScale();
   const width = innerWidth, height = innerHeight;
@@ -252,7 +302,20 @@ MEASURE = r"""minPx => {
           dial: !!slide.querySelector('figure.vega-figure'),
           outside: outside.slice(0, 5),
           small: small.slice(0, 5)};
+}; }"""
+MEASURE_ALL = """() => {
+  const measures = [];
+  for (let i = 0; i < Reveal.getTotalSlides(); i++) {
+    Reveal.slide(i);
+    measures.push(measureSlide());
+  }
+  return measures;
 }"""
+
+# reveal.js announces every move: the keyboard walk records where each key
+# press landed and reads the list once at the end.
+RECORD_MOVES = """() => { window.slidesReached = [Reveal.getIndices().h];
+  Reveal.on('slidechanged', e => window.slidesReached.push(e.indexh)); }"""
 
 # The current slide's dial: its first slider's value, the signal the Vega
 # view holds, and the drawn chart (the test moves the slider with the
@@ -264,6 +327,12 @@ DIAL_STATE = r"""() => {
   return {value: input.value, signal: view.signal(input.name),
           svg: figure.querySelector('svg').innerHTML.length
                + figure.querySelector('svg').innerHTML.slice(0, 20000)};
+}"""
+# The chart was drawn again after the slider moved.
+DIAL_REDRAWN = r"""before => {
+  const figure = Reveal.getCurrentSlide().querySelector('figure.vega-figure');
+  const svg = figure.querySelector('svg').innerHTML;
+  return svg.length + svg.slice(0, 20000) !== before;
 }"""
 
 
@@ -284,40 +353,69 @@ class DeckVisit:
     axe_skipped: str = ""
 
 
+def _move_dial(tab, seen: DeckVisit) -> None:
+    """The current slide's dial: three arrow keys on its slider move the
+    value, the view's signal and the drawn chart."""
+    tab.wait_for_function(make_slides.DIALS_DRAWN)
+    before = tab.evaluate(DIAL_STATE)
+    slider = tab.locator(
+        "section.present figure.vega-figure input[type='range']"
+    ).first
+    slider.focus()
+    for _ in range(3):
+        slider.press("ArrowRight")
+    try:
+        tab.wait_for_function(DIAL_REDRAWN, arg=before["svg"], timeout=5000)
+    except PlaywrightTimeout:
+        pass  # test_dials_on_slides_move says what did not change
+    seen.dials.append((before, tab.evaluate(DIAL_STATE)))
+    tab.evaluate("document.activeElement.blur()")
+
+
+# One browser context per browser (visit_all runs one browser per worker
+# thread); each deck gets its own tab in it.
+_CONTEXTS: dict = {}
+
+
+def _context(browser):
+    if id(browser) not in _CONTEXTS:
+        context = browser.new_context(
+            viewport={
+                "width": make_slides.WIDTH,
+                "height": make_slides.HEIGHT,
+            },
+            service_workers="block",
+        )
+        context.set_default_timeout(20_000)
+        _CONTEXTS[id(browser)] = context
+    return _CONTEXTS[id(browser)]
+
+
 def _visit_deck(browser, url: str, name: str, axe_script) -> DeckVisit:
+    """One tab: the slides (keyboard walk, every slide measured, dials
+    moved), then reveal.js's print view (axe)."""
+    context = _context(browser)
     seen = DeckVisit(Visit(name))
-    context = browser.new_context(
-        viewport={"width": make_slides.WIDTH, "height": make_slides.HEIGHT},
-        service_workers="block",
-    )
-    context.set_default_timeout(20_000)
-    _stay_local(context, url, seen.visit)
     tab = context.new_page()
+    tab.add_init_script(make_slides.PDF_READY_LISTENER)
+    _stay_local(tab, url, seen.visit)  # a page routes like a context
     watch(tab, seen.visit, url)
     tab.goto(f"{url}{name}.html")
     tab.evaluate(make_slides.WAIT_FOR_DECK)
     seen.slides = tab.evaluate("Reveal.getTotalSlides()")
+    tab.evaluate(RECORD_MOVES)
     tab.locator("body").focus()
-    for step in range(seen.slides):
-        if step:
-            tab.keyboard.press("ArrowRight")
-        measure = tab.evaluate(MEASURE, MIN_PX)
-        seen.reached.append(measure["index"])
+    for _ in range(seen.slides - 1):
+        tab.keyboard.press("ArrowRight")
+    seen.reached = tab.evaluate("window.slidesReached")
+    tab.evaluate(MEASURE_FUNCTION, MIN_PX)
+    seen.measures = tab.evaluate(MEASURE_ALL)
+    for measure in list(seen.measures):
         if measure["dial"]:
-            tab.wait_for_function(make_slides.DIALS_DRAWN)
-            before = tab.evaluate(DIAL_STATE)
-            slider = tab.locator(
-                "section.present figure.vega-figure input[type='range']"
-            ).first
-            slider.focus()
-            for _ in range(3):
-                slider.press("ArrowRight")
-            tab.wait_for_timeout(200)
-            after = tab.evaluate(DIAL_STATE)
-            seen.dials.append((before, after))
-            tab.evaluate("document.activeElement.blur()")
-            measure = tab.evaluate(MEASURE, MIN_PX)
-        seen.measures.append(measure)
+            tab.evaluate(f"Reveal.slide({measure['index']})")
+            _move_dial(tab, seen)
+            # The slide again, with its dial drawn and moved.
+            seen.measures.append(tab.evaluate("measureSlide()"))
     if axe_script:
         # Once per deck, on reveal.js's print view (what the PDF prints):
         # every slide laid out at once, none hidden from axe.
@@ -336,7 +434,7 @@ def _visit_deck(browser, url: str, name: str, axe_script) -> DeckVisit:
             for v in result["violations"]
             for node in v["nodes"][:3]
         ]
-    context.close()
+    tab.close()
     return seen
 
 
@@ -352,21 +450,33 @@ def deck_visits(decks) -> dict:
             "axe-playwright-python is not installed (requirements-dev.txt"
             " does not pin it yet)"
         )
-    with (
-        make_slides.served(OUT) as url,
-        launch() as browser,
-    ):
-        visits = {
-            name: _visit_deck(browser, url, name, axe_script) for name in NAMES
-        }
+    with make_slides.served(OUT) as url:
+        # Two browsers side by side (one per core, as for the book's pages).
+        visits = visit_all(
+            url,
+            NAMES,
+            lambda browser, url, name: _visit_deck(
+                browser, url, name, axe_script
+            ),
+        )
+    _CONTEXTS.clear()
     for seen in visits.values():
-        seen.axe_skipped = skipped
+        if isinstance(seen, DeckVisit):
+            seen.axe_skipped = skipped
     return visits
+
+
+def _seen(deck_visits: dict, name: str) -> DeckVisit:
+    """The deck's visit; if the visit raised, its exception."""
+    seen = deck_visits[name]
+    if isinstance(seen, BaseException):
+        raise seen
+    return seen
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_deck_loads_offline_without_errors(deck_visits, name):
-    visit = deck_visits[name].visit
+    visit = _seen(deck_visits, name).visit
     problems = (
         [f"console: {text}" for text in visit.console_errors]
         + [f"page error: {text}" for text in visit.page_errors]
@@ -378,7 +488,7 @@ def test_deck_loads_offline_without_errors(deck_visits, name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_keyboard_reaches_every_slide(deck_visits, decks, name):
-    seen = deck_visits[name]
+    seen = _seen(deck_visits, name)
     assert seen.slides == decks[name].slides
     assert seen.reached == list(range(seen.slides))
 
@@ -387,7 +497,7 @@ def test_keyboard_reaches_every_slide(deck_visits, decks, name):
 def test_every_slide_fits_with_text_of_18_px_or_more(deck_visits, name):
     problems = [
         f"slide {m['index'] + 1}: {kind}: {item}"
-        for m in deck_visits[name].measures
+        for m in _seen(deck_visits, name).measures
         for kind in ("outside", "small")
         for item in m[kind]
     ]
@@ -396,7 +506,7 @@ def test_every_slide_fits_with_text_of_18_px_or_more(deck_visits, name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_dials_on_slides_move(deck_visits, decks, name):
-    seen = deck_visits[name]
+    seen = _seen(deck_visits, name)
     expected = decks[name].html.count('<figure class="vega-figure"')
     assert len(seen.dials) == expected
     for before, after in seen.dials:
@@ -408,7 +518,7 @@ def test_dials_on_slides_move(deck_visits, decks, name):
 @pytest.mark.parametrize("name", NAMES)
 def test_axe_finds_no_violation_on_any_slide(deck_visits, name):
     """axe-core on the print view, where every slide is laid out."""
-    seen = deck_visits[name]
+    seen = _seen(deck_visits, name)
     if seen.axe_skipped:
         pytest.skip(seen.axe_skipped)
     assert not seen.axe, "\n".join(seen.axe)

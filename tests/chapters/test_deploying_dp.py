@@ -885,3 +885,14 @@ def test_every_new_row_is_cited_and_in_the_bibliography():
         assert bib.count("{" + key + ",") == 1, key
     assert "{doc}`local-dp`" in flat
     assert "preprint" in flat
+
+
+def test_later_census_products_are_linked_not_listed():
+    """Issue 46, item 6: the DHC's persons budget is read in many-queries
+    (from the released configuration); this chapter links it and says why
+    the later detailed files stay out of its table (no primary source for
+    their totals)."""
+    flat = " ".join(_markdown().split())
+    assert "{doc}`many-queries` reads the persons budget" in flat
+    assert "Demographic and Housing Characteristics File (2023)" in flat
+    assert "could not read from a primary document" in flat

@@ -988,3 +988,279 @@ def test_averaging_attack_is_the_map_guess_on_a_small_domain(tb):
         "np.random.default_rng(10))"
     )
     assert abs(rate - exact) < 4 * math.sqrt(exact * (1 - exact) / 200_000)
+
+
+# --- issue 46 item 1: the lower bound, against the measured errors ---------
+
+
+def test_lower_bound_scales_are_the_two_rates(tb):
+    for n, epsilon in [(32_561, 0.5), (1_000, 1.0), (10**8, 4.0)]:
+        by_eps, by_exp = tb.value(f"lower_bound_scales({n}, {epsilon})")
+        assert by_eps == pytest.approx(math.sqrt(n) / epsilon)
+        assert by_exp == pytest.approx(math.sqrt(n) / math.expm1(epsilon))
+    # For epsilon <= 1, e^eps - 1 <= (e - 1) eps: the second rate is at
+    # least the first divided by e - 1, so it implies Omega(sqrt(n) / eps).
+    for epsilon in (0.01, 0.3, 1.0):
+        by_eps, by_exp = tb.value(f"lower_bound_scales(500, {epsilon})")
+        assert by_exp >= by_eps / (math.e - 1) * (1 - 1e-12)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "lower_bound_scales(0, 1.0)",
+        "lower_bound_scales(10.5, 1.0)",
+        "lower_bound_scales(100, 0.0)",
+        "lower_bound_scales(100, -1.0)",
+        "lower_bound_scales(100, float('nan'))",
+        "subset_rmse('OUE', occupation, 15, 0, 1.0, 2, rng)",
+        "subset_rmse('OUE', occupation, 15, 100, 1.0, 0, rng)",
+        "subset_rmse('OUE', occupation, 15, 100, 0.0, 2, rng)",
+        "subset_rmse('XYZ', occupation, 15, 100, 1.0, 2, rng)",
+    ],
+)
+def test_lower_bound_helpers_reject_bad_arguments(tb, call):
+    assert value_error_message(tb, call)
+
+
+@pytest.mark.parametrize("case", list(BAD_VALUES))
+def test_subset_rmse_takes_any_data(tb, case):
+    """Data never raises: a bad value is category 0, an empty population
+    has nothing to miss (error 0); with fewer records than asked for,
+    all of them report."""
+    got = tb.value(
+        f"subset_rmse('OUE', {BAD_VALUES[case]}, 4, 10, 1.0, 3, "
+        "np.random.default_rng(2))"
+    )
+    assert math.isfinite(got)
+    if case == "empty":
+        assert got == 0.0
+    # At epsilon 800 GRR reports each value itself: no error at all.
+    exact = tb.value(
+        f"subset_rmse('GRR', {BAD_VALUES[case]}, 4, 10, 800.0, 3, "
+        "np.random.default_rng(2))"
+    )
+    assert exact == 0.0
+
+
+def test_subset_rmse_is_the_exact_error_of_the_subset(tb):
+    """OUE on 4,000 of the census at epsilon 1, 300 seeded runs: the root
+    of the mean exact variance (counts of a random subset are close to
+    4,000 / n of the census's), within 5% (the s.e. of the measured MSE
+    here is about 1.5%)."""
+    got = tb.value(
+        "subset_rmse('OUE', occupation, d_job, 4_000, 1.0, 300, "
+        "np.random.default_rng(21))"
+    )
+    counts = np.asarray(tb.value("occupation_counts.tolist()"), dtype=float)
+    counts = counts * 4_000 / counts.sum()
+    e = math.e
+    p, q = 0.5, 1 / (e + 1)
+    variance = (4_000 * q * (1 - q) + counts * (p - q) * (1 - p - q)) / (
+        p - q
+    ) ** 2
+    assert got == pytest.approx(math.sqrt(variance.mean()), rel=0.05)
+
+
+def test_oracles_grow_at_the_rate_of_the_lower_bound(tb):
+    """For eps <= 1 the measured error over sqrt(n) / eps stays within 10%
+    of a constant (about 1.9 to 2.0: OUE's 2 e^(eps/2) eps / (e^eps - 1)),
+    and over sqrt(n) it stays flat in n; above 1 the ratio to
+    sqrt(n) / (e^eps - 1) climbs: that bound is not tight there."""
+    bound = tb["against_bound"]
+    n = tb.value("n_people")
+    small = bound.loc[[0.25, 0.5, 1.0], "per sqrt(n)/eps"]
+    assert small.max() / small.min() < 1.1
+    assert 1.7 < small.min() and small.max() < 2.2
+    for epsilon, row in bound.iterrows():
+        formula = math.sqrt(
+            tb.value(
+                f"float(oracle_variance({row['best oracle']!r}, "
+                f"occupation_counts, {epsilon}).mean())"
+            )
+        )
+        assert row["RMSE"] == pytest.approx(formula, rel=0.06)
+        assert row["per sqrt(n)/eps"] == pytest.approx(
+            row["RMSE"] * epsilon / math.sqrt(n)
+        )
+        assert row["per sqrt(n)/(e^eps-1)"] == pytest.approx(
+            row["RMSE"] * math.expm1(epsilon) / math.sqrt(n)
+        )
+    # GRR is the best oracle for d = 15 once 3 e^eps + 2 > 15.
+    assert list(bound["best oracle"]) == ["OUE"] * 3 + ["GRR"] * 3
+    climb = bound["per sqrt(n)/(e^eps-1)"].to_numpy()
+    assert np.all(np.diff(climb) > 0) and climb[-1] > 3 * climb[2]
+    by_size = tb["by_size"]
+    assert by_size.max() / by_size.min() < 1.1
+    assert list(by_size.index) == [1_000, 4_000, 16_000, n]
+
+
+def test_the_lower_bound_text_states_rates_not_lines():
+    text = chapter_markdown()
+    assert ":label: ldp-thm-lower-bound" in text
+    assert "hold up to constant factors, and we use only their rates" in (text)
+    for key in (
+        "chan2012optimal",
+        "beimel2008distributed",
+        "duchi2013local,duchi2018minimax",
+        "ye2018optimal",
+    ):
+        assert key in text
+    assert "we do not draw these bounds as lines" in text
+    assert "{glue:text}`ldp_lb_ss_limit:.2f`" in text
+
+
+def test_the_subset_selection_window_is_empty_on_the_census(tb):
+    """Ye and Barg's gain needs 3.8 < eps < ln(d / 9): d = 42 at most."""
+    from conftest import glued_value  # noqa: PLC0415
+
+    limit = glued_value("local-dp", "ldp_lb_ss_limit")
+    assert limit == pytest.approx(math.log(42 / 9), abs=1e-9)
+    assert limit < 3.8
+    assert tb.value("max(domain_sizes)") == 42
+
+
+def test_the_projection_is_the_closest_point_with_the_right_total(tb):
+    """On stored OUE estimates of country of birth (the last attribute
+    the loop measured): the projection is max(raw - theta, 0) for one
+    common theta, adds up to n, and no other non-negative vector with
+    that total that we try is closer (the KKT conditions of the
+    Euclidean projection onto the scaled simplex)."""
+    raw = np.asarray(tb.value("raw[:20].tolist()"))
+    n = tb.value("n_people")
+    projected = np.asarray(
+        tb.value("project_to_total(raw[:20], np.full(20, n_people)).tolist()")
+    )
+    assert raw.shape == (20, 42)
+    rng = np.random.default_rng(46)
+    for row, got in zip(raw, projected, strict=True):
+        assert np.min(row) < 0  # there is something to fix
+        assert got.sum() == pytest.approx(n, abs=1e-6)
+        kept = got > 0
+        theta = row[kept] - got[kept]
+        assert np.ptp(theta) < 1e-6  # one common amount
+        assert np.all(row[~kept] <= theta[0] + 1e-6)  # the rest: zero
+        best = np.sum((got - row) ** 2)
+        for _ in range(50):
+            other = rng.dirichlet(np.ones(42)) * n
+            mix = 0.9 * got + 0.1 * other  # still feasible
+            assert np.sum((mix - row) ** 2) >= best
+
+
+def test_randomized_response_meets_the_rate_with_constant_one(tb):
+    """The exercise's ratio eps e^(eps/2) / (e^eps - 1), whatever n: it
+    tends to 1 as eps -> 0 and falls above eps = 1."""
+    ratios = tb["rr_ratios"]
+    for eps, got in ratios.items():
+        assert got == pytest.approx(
+            eps * math.exp(eps / 2) / math.expm1(eps), rel=1e-12
+        )
+    assert ratios[0.01] == pytest.approx(1, abs=1e-4)
+    assert np.all(np.diff(ratios.to_numpy()) < 0)
+    assert tb.value("rr_ratio(1.0, 10**8)") == pytest.approx(ratios[1.0])
+
+
+RR_GRID = "GRID = (0.01, 0.1, 0.5, 1.0, 2.0, 4.0)\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected", "public"),
+    [
+        (
+            "rr_ratios = {e: rr_ratio(e, n_people) ** 2 for e in GRID}\n",
+            "that is the ratio of variances",
+            False,
+        ),
+        (
+            "rr_ratios = {e: 1 / rr_ratio(e, n_people) for e in GRID}\n",
+            "upside down",
+            False,
+        ),
+        (
+            "rr_ratios = {e: 1 / rr_ratio(e, n_people) for e in GRID}\n",
+            "is above 1",
+            True,
+        ),
+        (
+            "rr_ratios = {e: rr_ratio(2 * e, n_people) for e in GRID}\n",
+            "over sqrt(n) / eps is eps e^(eps/2) / (e^eps - 1)",
+            False,
+        ),
+    ],
+    ids=["variance-ratio", "upside-down", "upside-down-public", "two-eps"],
+)
+def test_the_rr_bound_exercise_names_each_mistake(tb, code, expected, public):
+    code = RR_GRID + code
+    if public:
+        assignments.assert_public_checks_name(
+            tb, STEM, "ldp-ex-rr-bound", code, expected, over=True
+        )
+    else:
+        assignments.assert_wrong_answer_fails(
+            tb, STEM, "ldp-ex-rr-bound", code, expected, over=True
+        )
+
+
+def test_the_lower_bound_text_states_djw_and_the_shuffle_version():
+    """Review of issue 46: the theorem has two items (not three), DJW's
+    inequality is stated with its constant 4 on the symmetrized KL, the
+    bounds are worst-case, and the closed form names the version it
+    follows and the authors' stricter condition in their code."""
+    text = chapter_markdown()
+    assert "The first two results below" not in text
+    assert "Both results below hold for any protocol" in text
+    assert "$4 (e^{\\varepsilon} - 1)^2 \\lVert P_0 - P_1" in text
+    assert "sum of the divergences in both directions" in text
+    assert "The bounds speak of the worst data set" in text
+    assert "As published (FOCS 2021)" in text
+    assert "slightly stricter condition with $\\ln(4/\\delta)$" in text
+
+
+def test_subset_rmse_draws_a_random_subset(tb):
+    """Each run reports from a fresh random subset, not the first rows:
+    on 500 zeros followed by 500 ones, a subset of 500 holds both."""
+    tb.inject(
+        """
+        _seen = []
+        _run_oracle = run_oracle
+
+        def run_oracle(name, people, d, epsilon, rng):
+            _seen.append(np.bincount(people, minlength=d).tolist())
+            return _run_oracle(name, people, d, epsilon, rng)
+
+        try:
+            subset_rmse(
+                "OUE", np.repeat([0, 1], 500), 2, 500, 1.0, 5,
+                np.random.default_rng(3),
+            )
+        finally:
+            run_oracle = _run_oracle
+        """
+    )
+    seen = tb.value("_seen")
+    assert len(seen) == 5
+    assert all(
+        150 < zeros < 350 and zeros + ones == 500 for zeros, ones in seen
+    )
+    assert len({tuple(run) for run in seen}) > 1
+
+
+def test_the_closed_form_keeps_the_published_condition(tb):
+    """FMT's Theorem 3.1 as published (FOCS 2021): eps0 <= ln(n / (16
+    ln(2 / delta))). Just inside it (but outside the ln(4 / delta) of the
+    authors' code) the closed form still answers, with the formula."""
+    n, delta = 32_561, 1e-6
+    largest = math.log(n / (16 * math.log(2 / delta)))
+    inside = largest - 0.01
+    assert inside > math.log(n / (16 * math.log(4 / delta)))
+    e = math.exp(inside)
+    expected = math.log1p(
+        (e - 1)
+        / (e + 1)
+        * (8 * math.sqrt(e * math.log(4 / delta) / n) + 8 * e / n)
+    )
+    got = tb.value(f"shuffle_epsilon_closed_form({inside}, {n}, {delta})")
+    assert got == pytest.approx(expected)
+    assert value_error_message(
+        tb, f"shuffle_epsilon_closed_form({largest + 0.01}, {n}, {delta})"
+    )

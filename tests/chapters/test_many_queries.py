@@ -738,3 +738,353 @@ def test_the_small_cells_sentence_counts_the_empty_ones_apart():
     assert "{glue:text}`mq_small_nonzero:,` hold one to four" in (
         chapter_markdown()
     )
+
+
+# --- issue 46, item 2: Gaussian matrix mechanism, TopDown in production,
+# invariants, select-measure-reconstruct -----------------------------------
+
+
+def test_strategy_sensitivities_are_the_largest_column_norms(mq):
+    assert mq.value("strategy_sensitivities(np.eye(5))") == [1.0, 1.0]
+    l1, l2 = mq.value("strategy_sensitivities(tree_matrix(128, 2))")
+    assert l1 == 8 and l2 == pytest.approx(np.sqrt(8))
+    l1, l2 = mq.value("strategy_sensitivities(Q)")  # every range measured
+    assert l1 == 4160 and l2 == pytest.approx(np.sqrt(4160))
+    # one column (3, -4): L1 norm 7, L2 norm 5
+    got = mq.value("strategy_sensitivities([[3.0, 1.0], [-4.0, 0.0]])")
+    assert got == [7.0, 5.0]
+
+
+def test_gaussian_matrix_mechanism_has_the_stated_error(mq):
+    """4,000 releases of a 16-cell binary tree at rho = 0.5: the measured
+    mean squared error over all ranges is within 5% of the exact
+    Delta_2^2 / (2 rho) tr(Q^T Q (S^T S)^-1) / m (Delta_2^2 = 5 here, so
+    Delta_1 = 5, rho for 2 rho or a wrong reconstruction all show)."""
+    mq.inject(
+        "_r = np.random.default_rng(46)\n"
+        "_S = tree_matrix(16, 2)\n"
+        "_c = np.arange(16.0)\n"
+        "_x = gaussian_matrix_mechanism(np.tile(_c, (4000, 1)), _S, 0.5, _r)\n"
+        "_lo, _hi = all_ranges(16)\n"
+        "_Q = ((np.arange(16) >= _lo[:, None]) "
+        "& (np.arange(16) < _hi[:, None])).astype(float)\n"
+        "_mse = float(((_x @ _Q.T - _Q @ _c) ** 2).mean())\n"
+        "_exact = gaussian_strategy_error(_S, range_gram(16), len(_lo), 0.5)"
+    )
+    exact = mq.value("_exact")
+    tree = np.zeros((31, 16))  # the same tree, built here
+    for level in range(5):
+        size = 16 // 2**level
+        for node in range(2**level):
+            tree[2**level - 1 + node, node * size : (node + 1) * size] = 1
+    lo, hi = np.triu_indices(16)
+    queries = (np.arange(16) >= lo[:, None]) & (np.arange(16) <= hi[:, None])
+    queries = queries.astype(float)
+    cov = 5 / (2 * 0.5) * np.linalg.inv(tree.T @ tree)
+    want = np.einsum("qi,ij,qj->q", queries, cov, queries).mean()
+    assert exact == pytest.approx(want, rel=1e-9)
+    assert mq.value("_mse") == pytest.approx(exact, rel=0.05)
+    # each release is unbiased: the mean over releases is the truth
+    assert mq.value("float(np.abs(_x.mean(axis=0) - _c).max())") < 0.2
+
+
+def test_gaussian_noise_on_one_row_has_variance_one_over_two_rho(mq):
+    mq.inject(
+        "_r = np.random.default_rng(47)\n"
+        "_x = gaussian_matrix_mechanism(np.zeros((4000, 16)), np.eye(16), "
+        "0.25, _r)"
+    )
+    assert mq.value("float(_x.var())") == pytest.approx(2.0, rel=0.03)
+
+
+def test_the_noise_table_and_the_rule_of_k_rows(mq):
+    """The Gaussian column, recomputed here from the strategies; and the
+    ratio of the two errors for one strategy is eps^2 D2^2/(4 rho D1^2)."""
+    from conftest import glued_value  # noqa: PLC0415
+
+    rho = mq.value("mm_rho")
+    assert mq.value("GAUSS_DELTA") == 1e-6
+    assert mq.value("zcdp_epsilon(mm_rho, GAUSS_DELTA)") == pytest.approx(1)
+    assert rho == pytest.approx(
+        (np.sqrt(np.log(1e6) + 1) - np.sqrt(np.log(1e6))) ** 2
+    )
+    table = mq["noise_table"]
+    gram, m = mq["RANGE_GRAM"], mq["n_queries"]
+    for name in ("identity", "binary tree, uniform", "Haar wavelet"):
+        S = mq["strategies"][name]
+        d1 = np.abs(S).sum(axis=0).max()
+        d2sq = (S**2).sum(axis=0).max()
+        trace = np.sum(gram * np.linalg.inv(S.T @ S)) / m
+        assert table.loc[name, "Gaussian"] == pytest.approx(
+            d2sq / (2 * rho) * trace
+        )
+        assert table.loc[name, "Laplace"] == pytest.approx(2 * d1**2 * trace)
+        ratio = table.loc[name, "Gaussian"] / table.loc[name, "Laplace"]
+        assert ratio == pytest.approx(d2sq / (4 * rho * d1**2))
+    assert glued_value("many-queries", "mq_g_rows_to_win") == pytest.approx(
+        1 / (4 * rho)
+    )
+    assert glued_value("many-queries", "mq_g_best") == "Haar wavelet"
+    # the optimized rows are the least errors over their grids
+    assert table.loc["optimized 16-ary tree", "Gaussian"] == pytest.approx(
+        min(mq["gauss_grid"])
+    )
+    assert glued_value("many-queries", "mq_g_sim") == pytest.approx(
+        table.loc["Haar wavelet", "Gaussian"], rel=0.1
+    )
+
+
+def test_census_production_settings_are_the_certificates(mq):
+    """The certificates of 2021-06-25 print rho = 293764/114921 and
+    epsilon = 17849145/1041158 (about 17.14) for persons, rho =
+    11417641/152349649 and epsilon = 1455307/588081 (about 2.47) for
+    housing units, at delta = 1e-10."""
+    from fractions import Fraction  # noqa: PLC0415
+
+    from conftest import glued_value  # noqa: PLC0415
+
+    rho = mq["PL94_RHO"]
+    assert rho["persons"] == Fraction(293764, 114921)
+    assert rho["housing units"] == Fraction(11417641, 152349649)
+    for shares in mq["PL94_SHARES"].values():
+        assert sum(shares) == 1 and len(shares) == 6
+    assert mq["PL94_SHARES"]["persons"][1] == Fraction(1440, 4099)
+    assert mq.value("PL94_DELTA") == 1e-10
+    eps = mq["pl94"].loc["epsilon at 1e-10"]
+    for got in (eps.iloc[0], glued_value("many-queries", "mq_pl_eps_persons")):
+        assert got == pytest.approx(17849145 / 1041158, abs=1e-4)
+    for got in (eps.iloc[1], glued_value("many-queries", "mq_pl_eps_units")):
+        assert got == pytest.approx(1455307 / 588081, abs=1e-4)
+    assert glued_value("many-queries", "mq_pl_rho_total") == pytest.approx(
+        float(rho["persons"] + rho["housing units"])
+    )
+    assert mq["DHC_RHO"] == Fraction(485, 254) ** 2
+    assert sum(mq["DHC_SHARES"]) == 1 and len(mq["DHC_SHARES"]) == 8
+    assert glued_value("many-queries", "mq_persons_rho") == pytest.approx(
+        float(rho["persons"] + mq["DHC_RHO"])
+    )
+
+
+def test_two_level_measurements_have_the_stated_noise(mq):
+    mq.inject(
+        "_r = np.random.default_rng(48)\n"
+        "_m = [measure_two_level(np.zeros((10, 9)), (0.05, 0.5), _r) "
+        "for _ in range(1000)]\n"
+        "_vt = float(np.var([t for t, _ in _m]))\n"
+        "_vc = float(np.var([c for _, c in _m]))"
+    )
+    assert mq.value("_vt") == pytest.approx(1 / (2 * 0.05), rel=0.05)
+    assert mq.value("_vc") == pytest.approx(1 / (2 * 0.5), rel=0.05)
+
+
+@pytest.mark.parametrize("rhos", [(0.05, 0.5), (2.0, 0.01), (0.3, 0.3)])
+def test_l2_step_is_the_constrained_least_squares_solution(mq, rhos):
+    """Against scipy's general solver (SLSQP) on the same objective, with
+    weights 2 rho and the invariant as an equality."""
+    from scipy.optimize import minimize  # noqa: PLC0415
+
+    rng = np.random.default_rng(49)
+    truth = rng.integers(0, 6, size=(4, 3)).astype(float)
+    y = truth.sum(axis=1) + rng.normal(0, 3, 4)
+    v = truth + rng.normal(0, 3, (4, 3))
+    total = truth.sum()
+    mq.namespace.update(_y=y, _v=v, _total=total)
+    got = np.asarray(mq.value(f"l2_step(_y, _v, {rhos}, _total).tolist()"))
+    w1, w2 = 2 * np.asarray(rhos)
+
+    def loss(x):
+        cells = x.reshape(4, 3)
+        return w1 * np.sum((cells.sum(1) - y) ** 2) + w2 * np.sum(
+            (cells - v) ** 2
+        )
+
+    ref = minimize(
+        loss,
+        np.full(12, total / 12),
+        method="SLSQP",
+        bounds=[(0, None)] * 12,
+        constraints=[{"type": "eq", "fun": lambda x: x.sum() - total}],
+        options={"ftol": 1e-12, "maxiter": 1000},
+    )
+    assert np.all(got >= 0) and got.sum() == pytest.approx(total, abs=1e-8)
+    assert loss(got.ravel()) <= ref.fun + 1e-7
+    assert np.allclose(got.ravel(), ref.x, atol=1e-4)
+
+
+def test_l2_step_without_totals_is_the_simplex_projection(mq):
+    """With (almost) no weight on the county totals the L2 step is the
+    Euclidean projection of the cells onto the exact total."""
+    rng = np.random.default_rng(50)
+    v = rng.normal(3, 4, (5, 4))
+    mq.namespace.update(_v=v)
+    got = mq.value("l2_step(np.zeros(5), _v, (1e-12, 1.0), 40.0).tolist()")
+    want = mq.value("project_to_total(_v.ravel(), np.array(40.0)).tolist()")
+    assert np.allclose(np.ravel(got), want, atol=1e-6)
+
+
+def test_l1_step_is_the_nearest_integer_table_with_the_total(mq):
+    """Integers within one of the L2 cells, adding up to the total, and
+    as near in L1 as largest-remainder rounding (which is optimal)."""
+    rng = np.random.default_rng(51)
+    for _ in range(5):
+        x = rng.gamma(1.0, 3.0, (6, 5))
+        total = round(x.sum())
+        x *= total / x.sum()
+        mq.namespace.update(_x=x)
+        z = np.asarray(mq.value(f"l1_step(_x, {total}).tolist()"))
+        best = np.asarray(
+            mq.value(f"round_to_total(_x.ravel(), {total}).tolist()")
+        )
+        assert np.array_equal(z, np.round(z)) and z.sum() == total
+        assert np.all(np.abs(z - x) < 1)
+        assert np.abs(z - x).sum() == pytest.approx(
+            np.abs(best - x.ravel()).sum()
+        )
+
+
+def test_the_invariant_total_tells_neighbours_apart(mq):
+    """Add one person: in every release the state total moves by exactly
+    one, whatever the noise; the glued runs kept it exactly."""
+    from conftest import glued_value  # noqa: PLC0415
+
+    mq.inject(
+        "_r = np.random.default_rng(52)\n"
+        "_plus = county_age.copy()\n"
+        "_plus[3, 4] += 1\n"
+        "_gaps = []\n"
+        "for _ in range(5):\n"
+        "    _out = []\n"
+        "    for _t in (county_age, _plus):\n"
+        "        _y, _v = measure_two_level(_t, INV_RHOS, _r)\n"
+        "        _f = l2_step(_y, _v, INV_RHOS, _t.sum())\n"
+        "        _out.append(l1_step(_f, _t.sum()).sum())\n"
+        "    _gaps.append(_out[1] - _out[0])"
+    )
+    assert mq.value("_gaps") == [1.0] * 5
+    assert glued_value("many-queries", "mq_inv_exact") is True
+    assert glued_value("many-queries", "mq_inv_total_l1") == 0
+    assert glued_value("many-queries", "mq_inv_total_noisy") > 10
+    # clipping at zero biases the empty cells up
+    assert glued_value("many-queries", "mq_inv_bias_l1") > 1
+    assert glued_value("many-queries", "mq_min_age") == 17
+
+
+@pytest.mark.parametrize("case", list(BAD_RECORDS))
+def test_gaussian_releases_take_any_records(mq, case):
+    """The data rule: no record makes the Gaussian matrix mechanism or the
+    two-level release fail; an empty table is released with noise."""
+    records = BAD_RECORDS[case]
+    mq.inject(
+        f"_c = cell_counts({records}, 12)\n"
+        "_r = np.random.default_rng(53)\n"
+        "_g = gaussian_matrix_mechanism(_c[:8], tree_matrix(8, 2), 0.5, _r)\n"
+        "_t = _c.reshape(3, 4)\n"
+        "_y, _v = measure_two_level(_t, (0.1, 0.1), _r)\n"
+        "_z = l1_step(l2_step(_y, _v, (0.1, 0.1), _t.sum()), _t.sum())"
+    )
+    assert mq.value("bool(np.all(np.isfinite(_g)))")
+    assert mq.value("float(np.std(_g))") > 0  # the noise is there
+    assert mq.value("bool(np.all(_z >= 0) and _z.sum() == _t.sum())")
+    assert mq.value("float(_t.sum())") == (0 if case == "empty" else 3)
+
+
+@pytest.mark.parametrize(
+    "expression, words",
+    [
+        ("strategy_sensitivities(np.ones(3))", "2-d"),
+        (
+            "gaussian_strategy_error(np.ones((3, 4)), np.eye(4), 4, 0.5)",
+            "full column rank",
+        ),
+        ("gaussian_strategy_error(np.eye(4), np.eye(4), 4, 0.0)", "rho"),
+        (
+            "gaussian_matrix_mechanism(np.ones(5), np.eye(4), 0.5, rng)",
+            "one count per strategy column",
+        ),
+        (
+            "gaussian_matrix_mechanism(np.ones(4), np.eye(4), -1.0, rng)",
+            "rho",
+        ),
+        ("measure_two_level(np.ones(4), (0.1, 0.1), rng)", "units by groups"),
+        ("measure_two_level(np.ones((2, 2)), (0.1, -1.0), rng)", "rho_2"),
+        ("measure_two_level(np.ones((2, 2)), (0.1,), rng)", "two rhos"),
+        (
+            "l2_step(np.zeros(2), np.zeros((3, 2)), (1.0, 1.0), 5)",
+            "one noisy total",
+        ),
+        (
+            "l2_step(np.zeros(3), np.zeros((3, 2)), (1.0, 1.0), -1)",
+            "invariant total",
+        ),
+        ("l1_step(np.array([-1.0, 2.0]), 1)", "non-negative"),
+        ("l1_step(np.array([0.2, 0.3]), 5)", "no integers"),
+    ],
+)
+def test_gaussian_and_invariant_arguments_raise(mq, expression, words):
+    assert words in value_error_message(mq, expression)
+
+
+def test_gaussian_matrix_mechanism_wants_a_generator(mq):
+    with pytest.raises(TypeError, match="Generator"):
+        mq.value("gaussian_matrix_mechanism(np.ones(4), np.eye(4), 1.0, 3)")
+    with pytest.raises(TypeError, match="Generator"):
+        mq.value("measure_two_level(np.ones((2, 2)), (1.0, 1.0), 3)")
+
+
+def test_select_measure_reconstruct_ties_the_chapter_to_mst():
+    text = chapter_markdown()
+    flat = text.replace("\n", " ")
+    assert "## One pattern: select, measure, reconstruct" in text
+    assert "{cite:t}`mckenna2021winning`" in text
+    assert "{cite:p}`mckenna2019graphical`" in text
+    assert "| MST ({prf:ref}`synth-thm-mst-budget`) |" in text
+    for method in ("identity strategy", "hierarchical mechanism", "TopDown"):
+        assert f"| {method} |" in text
+    assert "| MWEM | the worst-answered query, privately" in text
+    # the matched privacy level is stated, and the preprint is flagged
+    assert "gives exactly $\\varepsilon = 1$ at $\\delta = 10^{-6}$" in flat
+    assert "(a preprint;" in text and "{cite:t}`cho2024semidp`" in text
+    assert "{cite:p}`census2021certificates" in text
+
+
+def test_the_persons_budget_agrees_with_the_deploying_chapter(mq):
+    """deploying-dp reads the same persons run: same rho, same epsilon;
+    and the persons total adds the two runs' rho in the kernel too."""
+    from conftest import glued_value  # noqa: PLC0415
+
+    rho = glued_value("many-queries", "mq_pl_rho_persons")
+    assert glued_value("deploying-dp", "dep_census_rho") == pytest.approx(rho)
+    assert mq.value("pl94_rho['persons']") == pytest.approx(rho)
+    assert glued_value("deploying-dp", "dep_census_eps_cks") == pytest.approx(
+        glued_value("many-queries", "mq_pl_eps_persons")
+    )
+    both = mq.value("pl94_rho['persons'] + dhc_rho")
+    assert mq.value("persons_rho") == pytest.approx(both)
+    assert mq.value("cks_epsilon(persons_rho, PL94_DELTA)") == pytest.approx(
+        29.121, abs=1e-3
+    )
+
+
+def test_the_pattern_s_name_and_the_error_ratio_are_stated_rightly():
+    """McKenna et al. call the synthetic-data recipe select-measure-
+    generate; the k-rows rule states which error is divided by which;
+    the persons sum says why adding the two runs is right."""
+    flat = chapter_markdown().replace("\n", " ")
+    assert "as select, measure and generate" in flat
+    assert "name **select-measure-reconstruct**" not in flat
+    assert "the Gaussian error divided by the Laplace error is" in flat
+    assert "Both runs read the same confidential person records" in flat
+    assert "zCDP composes adaptively" in flat
+
+
+def test_the_gaussian_tree_weights_are_the_best_on_their_grid(mq):
+    """The weights the text quotes for Gaussian noise are those of the
+    least error on the grid searched (root first, the root at 1)."""
+    grid, errors = mq["grid"], np.asarray(mq["gauss_grid"])
+    assert len(grid) == len(errors) == 16
+    best = np.exp(grid[int(np.argmin(errors))])
+    np.testing.assert_allclose(mq["gauss_weights"], best)
+    assert mq["gauss_weights"][0] == 1
+    assert errors.min() == pytest.approx(
+        mq["noise_table"].loc["optimized 16-ary tree", "Gaussian"]
+    )
