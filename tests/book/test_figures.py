@@ -7,13 +7,15 @@ image itself gets 342 CSS px: that is the width used here, the worse case.
 Text of f points in a PNG saved at d dpi is f * d / 72 image px, so on the
 phone it is f * d / 72 * min(1, 342 / width) CSS px. The smallest text a
 figure of a chapter can hold is the smallest font size the chapter's code
-sets (``fontsize=``, ``labelsize=``, ... found by ``smallest_font_size``),
-or matplotlib's default sizes when it sets none. It must be at least 7 CSS
-px.
+sets (``fontsize=``, ``labelsize=``, ... found by ``smallest_font_size``)
+or the default sizes of the text every figure has (ticks, legend, labels,
+titles): matplotlib's, or those the chapter's ``plt.rcParams.update({...})``
+sets. It must be at least 8 CSS px.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import re
 import struct
@@ -26,7 +28,7 @@ from matplotlib import font_manager
 from conftest import chapter_notebooks
 
 PHONE_IMAGE_CSS_PX = 342  # 390 px screen: 358 px column, 2 x 8 px padding
-MIN_TEXT_CSS_PX = 7.0
+MIN_TEXT_CSS_PX = 8.0
 # Chapters another change is reworking: their figures are known to fail.
 PENDING: dict[str, str] = {}
 
@@ -56,17 +58,39 @@ SIZE_SETTING = re.compile(
 )
 
 
-def points(size) -> float:
-    """A matplotlib font size (points or a name like 'small') in points."""
-    if size is None:
-        return float(matplotlib.rcParamsDefault["font.size"])
-    if isinstance(size, str) and size in font_manager.font_scalings:
+# plt.rcParams.update({...}) with a literal dict (no nested braces).
+RC_UPDATE = re.compile(r"rcParams\.update\(\s*(?P<settings>\{[^{}]*\})\s*\)")
+
+
+def points(size, base: float | None = None) -> float:
+    """A matplotlib font size (points or a name like 'small') in points.
+
+    A name is relative to ``base``, the font.size in force (matplotlib's
+    default when None).
+    """
+    if base is None:
         base = float(matplotlib.rcParamsDefault["font.size"])
+    if size is None:
+        return base
+    if isinstance(size, str) and size in font_manager.font_scalings:
         return base * font_manager.font_scalings[size]
     return float(size)
 
 
-def parse_size(text: str) -> float:
+def text_settings(source: str) -> dict:
+    """The rc text sizes in force after chapter code's rcParams.update."""
+    settings = {
+        key: matplotlib.rcParamsDefault[key] for key in DEFAULT_TEXT_SIZES
+    }
+    for match in RC_UPDATE.finditer(source):
+        update = ast.literal_eval(match.group("settings"))
+        settings.update(
+            {key: value for key, value in update.items() if key in settings}
+        )
+    return settings
+
+
+def parse_size(text: str, base: float | None = None) -> float:
     """The font size a literal in chapter code stands for, in points."""
     text = text.strip()
     quoted = re.fullmatch(r"""["'](\w[\w-]*)["']""", text)
@@ -74,7 +98,7 @@ def parse_size(text: str) -> float:
         name = quoted.group(1)
         if name not in font_manager.font_scalings:
             raise ValueError(f"unknown font size name {name!r}")
-        return points(name)
+        return points(name, base)
     try:
         return float(text)
     except ValueError:
@@ -86,14 +110,16 @@ def parse_size(text: str) -> float:
 def smallest_font_size(source: str) -> float:
     """Smallest font size, in points, that code can give figure text.
 
-    Sizes set explicitly in the code count, and so do matplotlib's defaults
-    for the text any figure has (ticks, legend, labels, titles).
+    Sizes set explicitly in the code count, and so do the default sizes
+    of the text any figure has (ticks, legend, labels, titles):
+    matplotlib's, or those the code's ``rcParams.update({...})`` sets
+    (relative names like "small" scale with its font.size).
     """
-    defaults = [
-        points(matplotlib.rcParamsDefault[key]) for key in DEFAULT_TEXT_SIZES
-    ]
+    settings = text_settings(source)
+    base = points(settings["font.size"])
+    defaults = [points(settings[key], base) for key in DEFAULT_TEXT_SIZES]
     explicit = [
-        parse_size(match.group("value"))
+        parse_size(match.group("value"), base)
         for match in SIZE_SETTING.finditer(source)
     ]
     return min(defaults + explicit)
@@ -143,6 +169,28 @@ def test_smallest_font_size_reads_chapter_code():
     assert smallest_font_size("rng.normal(size=3)") == 10
     with pytest.raises(ValueError, match="not a literal"):
         smallest_font_size("ax.legend(fontsize=small_text)")
+
+
+def test_smallest_font_size_reads_rc_settings():
+    # A chapter-wide font.size scales the relative defaults (ticks,
+    # legend "medium", titles "large") and the relative names it uses.
+    assert smallest_font_size('plt.rcParams.update({"font.size": 12})') == 12
+    larger = (
+        'plt.rcParams.update({"font.size": 12})\nax.legend(fontsize="small")'
+    )
+    assert smallest_font_size(larger) == pytest.approx(10.0, rel=1e-3)
+    # A smaller setting of one kind of text is the smallest.
+    ticks = (
+        'plt.rcParams.update(\n    {"font.size": 12, "xtick.labelsize": 9}\n)'
+    )
+    assert smallest_font_size(ticks) == 9
+    # An explicit size smaller than the rc settings still counts.
+    assert (
+        smallest_font_size(
+            'plt.rcParams.update({"font.size": 12})\nax.text(0, 0, "s", fontsize=8)'
+        )
+        == 8
+    )
 
 
 def test_smallest_text_of_a_known_figure():

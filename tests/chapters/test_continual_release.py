@@ -598,11 +598,9 @@ def test_variance_figure_legend_leaves_the_tree_curves_free(cr):
     cr.inject(source.replace("plt.show()", ""))
     fig, ax = cr["fig"], cr["ax"]
     fig.canvas.draw()
-    box = (
-        ax.get_legend()
-        .get_window_extent()
-        .transformed(ax.transData.inverted())
-    )
+    # The legend of the axes, or the figure's (below the axes).
+    legend = ax.get_legend() or fig.legends[0]
+    box = legend.get_window_extent().transformed(ax.transData.inverted())
     days = np.arange(200, 366)
     for design in ("fresh noise", "noisy increments", "tree", "tree, optimal"):
         sd = np.sqrt(
