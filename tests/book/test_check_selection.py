@@ -32,9 +32,11 @@ def test_a_changed_chapter_selects_its_tests_and_the_conventions():
     chosen = selection(
         ["chapters/many-queries.ipynb", "tests/chapters/test_composition.py"]
     )
+    # test_deploying_dp.py reads what deploying-dp says of many-queries.
     assert names(chosen) == [
         "test_composition.py",
         "test_conventions.py",
+        "test_deploying_dp.py",
         "test_many_queries.py",
     ]
 
