@@ -7,7 +7,11 @@ leave 127.0.0.1 is recorded and aborted, so the book must work offline
 (visit_page): checked in light mode, then switched to dark mode with the
 theme button of the header, like a reader would, and last its interactive
 figures (dials) are moved; each chapter is opened once more on a phone
-(390 px, touch; phone_visit) for its inline math and its dials. The tests
+(390 px, touch; phone_visit) for its inline math and its dials. Every
+page is checked by axe-core (WCAG 2.1 A and AA rules) in each mode and
+width it is seen in: light and dark at 1280 px, light and dark on a phone
+(axe_violations); the student edition gets the same four checks in a
+visit per page at each width (axe_visit). The tests
 assert on what those visits recorded, so a failure names the page and the
 check. Each kind of visit is made once per test run, whichever test file
 or pytest-xdist worker asks first (cached_visits; the fixtures `visits`
@@ -53,11 +57,28 @@ INTRO = PAGES[0]
 RUN_PAGE = "run-it-yourself"  # where the book offers its data set
 # Chapter pages are the notebooks of the toc: they offer their .ipynb for download.
 CHAPTERS = [page for page in PAGES if (ROOT / f"{page}.ipynb").exists()]
+# The student edition's pages: the book's less the instructors' page
+# (TEACHER_PAGES of scripts/make_student_edition.py).
+STUDENT_PAGES = [page for page in PAGES if page != "instructors"]
 MIN_CONTRAST = 4.5  # WCAG AA for body text
 TIMEOUT_MS = 20_000
 # Pages are visited by this many browsers at once (one per core, at most two).
 WORKERS = max(1, min(2, os.cpu_count() or 1))
 PHONE = {"width": 390, "height": 844}
+# axe-core's rules for WCAG 2.0 and 2.1, levels A and AA. Without the
+# preload of the stylesheets: axe-core 4.12.1 fetches a stylesheet's
+# relative @import against the page's URL, not the sheet's (axe-core issue
+# 5268: the theme's `@import "../basic.css"` becomes a 404 and a console
+# error); only css-orientation-lock needs it, and test_browser_axe checks
+# instead that no stylesheet of the site has an orientation query.
+AXE_OPTIONS = {
+    "runOnly": {
+        "type": "tag",
+        "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"],
+    },
+    "resultTypes": ["violations"],
+    "preload": False,
+}
 
 
 # --------------------------------------------------------------------------------------
@@ -356,6 +377,10 @@ class Visit:
     # At phone width: inline formulas found, and those clipped.
     inline_math: int = 0
     clipped_math: list = field(default_factory=list)
+    # axe-core's violations per mode ("1280 light", "390 dark", ...), and
+    # the page's layout on a phone (PHONE_LAYOUT).
+    axe: dict = field(default_factory=dict)
+    phone_layout: dict = field(default_factory=dict)
 
 
 def _stay_local(context, base_url: str, recorder: Visit) -> None:
@@ -498,17 +523,59 @@ def mostly_dark(path: Path) -> bool:
     return ImageStat.Stat(grey).median[0] < DARK_MEDIAN
 
 
-def switch_to_dark(page) -> str:
-    """Click the theme button like a reader until the page is dark (it cycles auto/dark/light)."""
-    button = page.locator(".theme-switch-button")
+def switch_to_dark(page, theme: str = "dark") -> str:
+    """Click the theme button like a reader until the page is dark (it cycles auto/dark/light),
+    or `theme`; on a phone, the button that shows."""
+    button = page.locator(".theme-switch-button:visible")
     for _ in range(3):
         if (
-            page.evaluate("document.documentElement.dataset.theme") == "dark"
+            page.evaluate("document.documentElement.dataset.theme") == theme
             or not button.count()
         ):
             break
         button.first.click()
     return page.evaluate("document.documentElement.dataset.theme") or ""
+
+
+def axe_violations(page) -> list[str]:
+    """What axe-core (AXE_OPTIONS: the WCAG 2.1 A and AA rules) finds on
+    the page as it is shown now: one line per element, "rule (impact):
+    element: what is wrong"."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = Axe().run(page, options=AXE_OPTIONS).response["violations"]
+    lines = []
+    for rule in found:
+        for node in rule["nodes"]:
+            checks = node["any"] + node["all"] + node["none"]
+            message = checks[0]["message"] if checks else rule["help"]
+            target = " ".join(map(str, node["target"]))
+            lines.append(
+                f"{rule['id']} ({rule['impact']}): {target}: {message}"
+            )
+    return lines
+
+
+# On a phone: how wide the page lays out (a page wider than the screen
+# scrolls sideways), where the title ends, and inline code cut by its box
+# (the "Run this chapter yourself" box clipped long file names).
+PHONE_LAYOUT = r"""() => {
+  const h1 = [...document.querySelectorAll('#main-content h1')]
+      .find(h => h.checkVisibility());
+  const cut = [];
+  for (const code of document.querySelectorAll('#main-content code.literal')) {
+    if (!code.checkVisibility({checkVisibilityCSS: true})) continue;
+    const box = code.closest('p, li, td, dd, .admonition');
+    if (!box) continue;
+    const limit = box.getBoundingClientRect().right;
+    const right = Math.max(...[...code.getClientRects()].map(r => r.right));
+    if (right > limit + 1) cut.push(Math.round(right - limit) + ' px: ' + code.textContent);
+  }
+  return {width: document.documentElement.scrollWidth,
+          titleBottom: h1 ? Math.round(h1.getBoundingClientRect().bottom) : 0,
+          titleSize: h1 ? parseFloat(getComputedStyle(h1).fontSize) : 0,
+          cutCode: cut};
+}"""
 
 
 def visit_page(browser, base_url: str, page_name: str) -> Visit:
@@ -522,6 +589,7 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
         page.evaluate(WAIT_FOR_RENDERING)
         recorder.facts = page.evaluate(COLLECT)
         recorder.head = page.evaluate(HEAD)
+        recorder.axe["1280 light"] = axe_violations(page)
         # Code and displayed math that do not fit the page at 1280 px.
         recorder.wide_code = page.locator("div.cell_input pre").evaluate_all(
             WIDE_CODE
@@ -562,6 +630,7 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
         if recorder.dark_theme == "dark":
             page.evaluate(SETTLED)
             recorder.contrast = page.evaluate(TEXT_CONTRAST)
+            recorder.axe["1280 dark"] = axe_violations(page)
             recorder.figures = page.evaluate(FIGURE_BACKDROPS)
             recorder.screenshots["dark"] = screenshot_path(page_name, "dark")
             capture(page, recorder.screenshots["dark"])
@@ -608,7 +677,8 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
 
 
 def phone_visit(browser, base_url: str, page_name: str) -> Visit:
-    """Open one chapter on a phone (390 px, touch): its inline math, then
+    """Open one page on a phone (390 px, touch): its layout, inline math
+    and axe-core's findings in light mode, axe-core's in dark mode, then
     its dials."""
     recorder = Visit(page_name)
     context, tab = phone_page(browser, base_url, recorder)
@@ -620,7 +690,49 @@ def phone_visit(browser, base_url: str, page_name: str) -> Visit:
         recorder.inline_math = tab.locator(
             "#main-content mjx-container:not([display='true'])"
         ).count()
+        recorder.phone_layout = tab.evaluate(PHONE_LAYOUT)
+        recorder.axe["390 light"] = axe_violations(tab)
+        if switch_to_dark(tab) == "dark":
+            tab.evaluate(SETTLED)
+            recorder.axe["390 dark"] = axe_violations(tab)
         exercise_dials(tab, recorder, PHONE["width"])
+    finally:
+        context.close()
+    return recorder
+
+
+def axe_visit(browser, base_url: str, page_name: str) -> Visit:
+    """axe-core on one page in light and dark mode at 1280 px, then on a
+    phone (390 x 844, touch: loaded there, as a phone loads it) in light
+    and dark mode, and the page's layout there: the student edition's
+    visit."""
+    recorder = Visit(page_name)
+    url = base_url + quote(f"{page_name}.html")
+    context = new_context(browser, base_url, recorder)
+    try:
+        page = context.new_page()
+        watch(page, recorder, base_url)
+        page.goto(url, wait_until="load")
+        page.evaluate(WAIT_FOR_RENDERING)
+        recorder.axe["1280 light"] = axe_violations(page)
+        if switch_to_dark(page) == "dark":
+            page.evaluate(SETTLED)
+            recorder.axe["1280 dark"] = axe_violations(page)
+    finally:
+        context.close()
+    # Loaded at 1280 px and then narrowed, a page's code cells scroll
+    # sideways without the tab stop the theme gives them on a phone's load
+    # (axe-core: scrollable-region-focusable); a phone loads it narrow.
+    context, tab = phone_page(browser, base_url, recorder)
+    try:
+        watch(tab, recorder, base_url)
+        tab.goto(url, wait_until="load")
+        tab.evaluate(WAIT_FOR_RENDERING)
+        recorder.phone_layout = tab.evaluate(PHONE_LAYOUT)
+        recorder.axe["390 light"] = axe_violations(tab)
+        if switch_to_dark(tab) == "dark":
+            tab.evaluate(SETTLED)
+            recorder.axe["390 dark"] = axe_violations(tab)
     finally:
         context.close()
     return recorder
