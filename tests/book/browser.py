@@ -71,26 +71,77 @@ PHONE = {"width": 390, "height": 844}
 # 5268: the theme's `@import "../basic.css"` becomes a 404 and a console
 # error); only css-orientation-lock needs it, and test_browser_axe checks
 # instead that no stylesheet of the site has an orientation query.
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 AXE_OPTIONS = {
-    "runOnly": {
-        "type": "tag",
-        "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"],
-    },
+    "runOnly": {"type": "tag", "values": WCAG_TAGS},
     "resultTypes": ["violations"],
     "preload": False,
 }
+# Every rule runs on every page once, in light mode at 1280 px (AXE_FULL).
+# The other three looks of a page run only the rules whose outcome they can
+# change, which is what keeps axe-core's cost in `make test` small (its
+# colour rules are nine tenths of a run: they look at every piece of text):
+# - dark mode changes the colours, and which images and icons the theme
+#   shows (.only-dark): the colour rules and those of images and names;
+# - a phone changes the layout (what scrolls, what the header shows: its
+#   buttons, the sidebars as dialogs) but not the colours of the article:
+#   every rule but the colour rules, and the colour rules on what is not
+#   the article (header, navigation, footer).
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+SHOWN_RULES = [
+    "image-alt",
+    "input-image-alt",
+    "role-img-alt",
+    "svg-img-alt",
+    "object-alt",
+    "button-name",
+    "input-button-name",
+    "link-name",
+    "aria-hidden-focus",
+    "nested-interactive",
+]
+AXE_RUNS = {
+    "1280 light": [(None, AXE_OPTIONS)],
+    "1280 dark": [
+        (
+            None,
+            {
+                **AXE_OPTIONS,
+                "runOnly": {
+                    "type": "rule",
+                    "values": COLOUR_RULES + SHOWN_RULES,
+                },
+            },
+        )
+    ],
+}
+AXE_RUNS["390 light"] = AXE_RUNS["390 dark"] = [
+    (
+        None,
+        {
+            **AXE_OPTIONS,
+            "rules": {rule: {"enabled": False} for rule in COLOUR_RULES},
+        },
+    ),
+    (
+        {"include": [["body"]], "exclude": [[".bd-article"]]},
+        {**AXE_OPTIONS, "runOnly": {"type": "rule", "values": COLOUR_RULES}},
+    ),
+]
 
 
 # --------------------------------------------------------------------------------------
 # JavaScript run inside the page
 # --------------------------------------------------------------------------------------
 
-# Waits until MathJax (if the page loads it) has typeset the page and the fonts are in.
+# Waits until MathJax (if the page loads it) has typeset the page and the fonts are in,
+# and two frames are drawn (the tab stops of boxes that scroll: _ext/scroll-stops.js).
 WAIT_FOR_RENDERING = """async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await MathJax.startup.promise;
   }
   if (document.fonts) { await document.fonts.ready; }
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
 }"""
 
 # Text of the page outside code and rendered math, one line per block element, plus
@@ -381,6 +432,8 @@ class Visit:
     # the page's layout on a phone (PHONE_LAYOUT).
     axe: dict = field(default_factory=dict)
     phone_layout: dict = field(default_factory=dict)
+    # At 1280 px: boxes that scroll but no keyboard reaches (UNREACHABLE_SCROLL).
+    unreachable_scroll: list = field(default_factory=list)
 
 
 def _stay_local(context, base_url: str, recorder: Visit) -> None:
@@ -537,29 +590,60 @@ def switch_to_dark(page, theme: str = "dark") -> str:
     return page.evaluate("document.documentElement.dataset.theme") or ""
 
 
-def axe_violations(page) -> list[str]:
-    """What axe-core (AXE_OPTIONS: the WCAG 2.1 A and AA rules) finds on
-    the page as it is shown now: one line per element, "rule (impact):
-    element: what is wrong"."""
+AXE_RUN = """async ([context, options]) => {
+  const found = await axe.run(context || document, options);
+  return found.violations.map(rule => rule.nodes.map(node => {
+    const checks = [...node.any, ...node.all, ...node.none];
+    return `${rule.id} (${rule.impact}): ${node.target.join(' ')}: `
+        + (checks.length ? checks[0].message : rule.help);
+  })).flat();
+}"""
+
+
+def axe_violations(page, mode: str) -> list[str]:
+    """What axe-core finds on the page as it is shown now, in `mode`
+    ("1280 light", "390 dark", ...: the rules of AXE_RUNS[mode]): one line
+    per element, "rule (impact): element: what is wrong". axe-core is put
+    into the page once (it stays there when the theme switches)."""
     from axe_playwright_python.sync_playwright import Axe
 
-    found = Axe().run(page, options=AXE_OPTIONS).response["violations"]
+    if not page.evaluate("typeof window.axe === 'object'"):
+        page.evaluate(Axe().axe_script)
     lines = []
-    for rule in found:
-        for node in rule["nodes"]:
-            checks = node["any"] + node["all"] + node["none"]
-            message = checks[0]["message"] if checks else rule["help"]
-            target = " ".join(map(str, node["target"]))
-            lines.append(
-                f"{rule['id']} ({rule['impact']}): {target}: {message}"
-            )
+    for context, options in AXE_RUNS[mode]:
+        lines += page.evaluate(AXE_RUN, [context, options])
     return lines
+
+
+# Boxes of the article that scroll (overflow auto or scroll, their content
+# larger than the box by any amount) but that a keyboard cannot reach: not
+# focusable and holding nothing focusable (WCAG 2.1.1; stricter than
+# axe-core's scrollable-region-focusable, which lets 13 px pass).
+UNREACHABLE_SCROLL = r"""() => {
+  const FOCUSABLE = 'a[href], button, input, select, textarea, summary, '
+      + '[tabindex]:not([tabindex="-1"])';
+  const out = [];
+  for (const e of document.querySelectorAll('#main-content *')) {
+    const s = getComputedStyle(e);
+    const x = ['auto', 'scroll'].includes(s.overflowX) && e.scrollWidth > e.clientWidth;
+    const y = ['auto', 'scroll'].includes(s.overflowY) && e.scrollHeight > e.clientHeight;
+    if (!(x || y) || !e.checkVisibility({checkVisibilityCSS: true})) continue;
+    if (e.tabIndex >= 0 || e.querySelector(FOCUSABLE)) continue;
+    const section = e.closest('section');
+    out.push((section ? section.id : '?') + ': ' + e.tagName.toLowerCase() + '.'
+             + String(e.className).split(' ')[0] + ' scrolls by '
+             + (e.scrollWidth - e.clientWidth) + ' x ' + (e.scrollHeight - e.clientHeight)
+             + ' px: ' + e.textContent.trim().slice(0, 40));
+  }
+  return out;
+}"""
 
 
 # On a phone: how wide the page lays out (a page wider than the screen
 # scrolls sideways), where the title ends, and inline code cut by its box
 # (the "Run this chapter yourself" box clipped long file names).
-PHONE_LAYOUT = r"""() => {
+PHONE_LAYOUT = (
+    r"""() => {
   const h1 = [...document.querySelectorAll('#main-content h1')]
       .find(h => h.checkVisibility());
   const cut = [];
@@ -574,8 +658,11 @@ PHONE_LAYOUT = r"""() => {
   return {width: document.documentElement.scrollWidth,
           titleBottom: h1 ? Math.round(h1.getBoundingClientRect().bottom) : 0,
           titleSize: h1 ? parseFloat(getComputedStyle(h1).fontSize) : 0,
-          cutCode: cut};
+          cutCode: cut, unreachable: ("""
+    + UNREACHABLE_SCROLL
+    + """)()};
 }"""
+)
 
 
 def visit_page(browser, base_url: str, page_name: str) -> Visit:
@@ -589,7 +676,8 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
         page.evaluate(WAIT_FOR_RENDERING)
         recorder.facts = page.evaluate(COLLECT)
         recorder.head = page.evaluate(HEAD)
-        recorder.axe["1280 light"] = axe_violations(page)
+        recorder.axe["1280 light"] = axe_violations(page, "1280 light")
+        recorder.unreachable_scroll = page.evaluate(UNREACHABLE_SCROLL)
         # Code and displayed math that do not fit the page at 1280 px.
         recorder.wide_code = page.locator("div.cell_input pre").evaluate_all(
             WIDE_CODE
@@ -630,7 +718,7 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
         if recorder.dark_theme == "dark":
             page.evaluate(SETTLED)
             recorder.contrast = page.evaluate(TEXT_CONTRAST)
-            recorder.axe["1280 dark"] = axe_violations(page)
+            recorder.axe["1280 dark"] = axe_violations(page, "1280 dark")
             recorder.figures = page.evaluate(FIGURE_BACKDROPS)
             recorder.screenshots["dark"] = screenshot_path(page_name, "dark")
             capture(page, recorder.screenshots["dark"])
@@ -691,10 +779,10 @@ def phone_visit(browser, base_url: str, page_name: str) -> Visit:
             "#main-content mjx-container:not([display='true'])"
         ).count()
         recorder.phone_layout = tab.evaluate(PHONE_LAYOUT)
-        recorder.axe["390 light"] = axe_violations(tab)
+        recorder.axe["390 light"] = axe_violations(tab, "390 light")
         if switch_to_dark(tab) == "dark":
             tab.evaluate(SETTLED)
-            recorder.axe["390 dark"] = axe_violations(tab)
+            recorder.axe["390 dark"] = axe_violations(tab, "390 dark")
         exercise_dials(tab, recorder, PHONE["width"])
     finally:
         context.close()
@@ -714,10 +802,10 @@ def axe_visit(browser, base_url: str, page_name: str) -> Visit:
         watch(page, recorder, base_url)
         page.goto(url, wait_until="load")
         page.evaluate(WAIT_FOR_RENDERING)
-        recorder.axe["1280 light"] = axe_violations(page)
+        recorder.axe["1280 light"] = axe_violations(page, "1280 light")
         if switch_to_dark(page) == "dark":
             page.evaluate(SETTLED)
-            recorder.axe["1280 dark"] = axe_violations(page)
+            recorder.axe["1280 dark"] = axe_violations(page, "1280 dark")
     finally:
         context.close()
     # Loaded at 1280 px and then narrowed, a page's code cells scroll
@@ -729,10 +817,10 @@ def axe_visit(browser, base_url: str, page_name: str) -> Visit:
         tab.goto(url, wait_until="load")
         tab.evaluate(WAIT_FOR_RENDERING)
         recorder.phone_layout = tab.evaluate(PHONE_LAYOUT)
-        recorder.axe["390 light"] = axe_violations(tab)
+        recorder.axe["390 light"] = axe_violations(tab, "390 light")
         if switch_to_dark(tab) == "dark":
             tab.evaluate(SETTLED)
-            recorder.axe["390 dark"] = axe_violations(tab)
+            recorder.axe["390 dark"] = axe_violations(tab, "390 dark")
     finally:
         context.close()
     return recorder

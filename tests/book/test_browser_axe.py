@@ -20,7 +20,15 @@ import sys
 from urllib.parse import quote
 
 import pytest
-from browser import PAGES, PHONE, STUDENT_PAGES, Visit, phone_page
+from browser import (
+    PAGES,
+    PHONE,
+    STUDENT_PAGES,
+    WAIT_FOR_RENDERING,
+    Visit,
+    phone_page,
+    watch,
+)
 
 from conftest import HTML_DIR, ROOT
 
@@ -61,11 +69,31 @@ def test_axe_finds_no_wcag_violation_in_the_student_edition(
     )
 
 
+@pytest.mark.parametrize("page", PAGES)
+def test_every_scroll_box_takes_the_keyboard(visits, phone_visits, page):
+    """A box of the article that scrolls can be reached with the keyboard,
+    by any overflow (axe-core lets 13 px pass, or not, depending on the
+    rules run before it: 72 displayed formulas overflowed by 1 to 12 px up
+    and down, the glyphs' font height, and were scroll boxes no key
+    reached)."""
+    found = {
+        "1280": visits(page).unreachable_scroll,
+        "390": phone_visits(page).phone_layout["unreachable"],
+    }
+    report = [
+        f"{width} px: {box}" for width, boxes in found.items() for box in boxes
+    ]
+    assert not report, f"{page}: " + "\n".join(report[:20])
+
+
 def check_phone_layout(page: str, layout: dict) -> None:
     assert layout, f"{page}: no layout recorded on a phone"
     assert layout["width"] <= PHONE["width"], (
         f"{page}: lays out {layout['width']} px wide on a "
         f"{PHONE['width']} px phone (the reader scrolls sideways)"
+    )
+    assert not layout["unreachable"], (
+        f"{page}: boxes scroll that no key reaches: {layout['unreachable']}"
     )
     assert not layout["cutCode"], (
         f"{page}: inline code cut by its box on a phone: {layout['cutCode']}"
@@ -175,3 +203,65 @@ def test_no_stylesheet_locks_the_orientation(html_build):
         if re.search(r"orientation\s*:", sheet.read_text(encoding="utf-8"))
     ]
     assert not locked, locked
+
+
+# A formula with nowhere to break (one long word), typeset into a chapter
+# on a phone, wider than the column: its box scrolls sideways.
+WIDE_FORMULA = r"""async () => {
+  const div = document.createElement('div');
+  div.className = 'math notranslate nohighlight';
+  div.id = 'wide-formula';
+  div.textContent = '\\[\\mathrm{' + 'x'.repeat(40) + '}\\]';
+  document.querySelector('#main-content section').append(div);
+  await MathJax.typesetPromise([div]);
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+}"""
+FORMULA_BOXES = r"""() => [...document.querySelectorAll('div.math > mjx-container')]
+  .map(box => ({wide: box.parentElement.id === 'wide-formula',
+                scrolls: box.scrollWidth > box.clientWidth,
+                tabindex: box.getAttribute('tabindex'),
+                role: box.getAttribute('role'),
+                name: box.getAttribute('aria-label')}))"""
+SCROLL_RULE = r"""async () => (await axe.run({include: [['#wide-formula']]},
+  {runOnly: {type: 'rule', values: ['scrollable-region-focusable']}}))
+  .violations.length"""
+
+
+def test_a_formula_that_must_scroll_takes_the_keyboard(site, browser):
+    """A displayed formula wider than its column (none of the book's is,
+    MathJax breaks them) gets a tab stop and a name (_ext/scroll-stops.js),
+    and loses them when the window is wide enough; a formula that fits has
+    neither."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    recorder = Visit("a formula that scrolls")
+    context, tab = phone_page(browser, site, recorder)
+    try:
+        tab.goto(
+            site + "chapters/differential-privacy.html", wait_until="load"
+        )
+        tab.evaluate(WAIT_FOR_RENDERING)
+        tab.evaluate(WIDE_FORMULA)
+        narrow = tab.evaluate(FORMULA_BOXES)
+        tab.evaluate(Axe().axe_script)
+        violations = tab.evaluate(SCROLL_RULE)
+        tab.set_viewport_size({"width": 1280, "height": 900})
+        tab.evaluate(WAIT_FOR_RENDERING)
+        wide = tab.evaluate(FORMULA_BOXES)
+    finally:
+        context.close()
+    assert not recorder.page_errors, recorder.page_errors
+    [formula] = [box for box in narrow if box["wide"]]
+    assert formula == {
+        "wide": True,
+        "scrolls": True,
+        "tabindex": "0",
+        "role": "group",
+        "name": "Formula, scrolls sideways",
+    }
+    assert violations == 0
+    others = [box for box in narrow if not box["wide"]]
+    assert len(others) > 5
+    assert not any(box["scrolls"] or box["tabindex"] for box in others)
+    [formula] = [box for box in wide if box["wide"]]
+    assert not formula["scrolls"] and formula["tabindex"] is None, formula
