@@ -10,7 +10,8 @@ figures (dials) are moved; each chapter is opened once more on a phone
 (390 px, touch; phone_visit) for its inline math and its dials. Every
 page is checked by axe-core (WCAG 2.1 A and AA rules) in each mode and
 width it is seen in: light and dark at 1280 px, light and dark on a phone
-(axe_violations); the student edition gets the same four checks in a
+(axe_violations: every rule once, then the rules each other look can
+change, AXE_RUNS); the student edition gets the same four checks in a
 visit per page at each width (axe_visit). The tests
 assert on what those visits recorded, so a failure names the page and the
 check. Each kind of visit is made once per test run, whichever test file

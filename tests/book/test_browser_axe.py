@@ -3,10 +3,14 @@ both editions.
 
 axe-core (Deque's engine, through axe-playwright-python) runs its WCAG 2.0
 and 2.1 level A and AA rules (tests/book/browser.py, AXE_OPTIONS) on every
-page in light and dark mode, at 1280 px and on a phone (390 x 844): in the
-reader's edition during the page visits the other browser tests share
-(visits, phone_visits), in the student edition in a visit per page and width
-(student_visits). A public university in the US must make course material
+page in light and dark mode, at 1280 px and on a phone (390 x 844): every
+rule in light mode at 1280 px, in the other three looks the rules whose
+outcome that look can change (browser.AXE_RUNS); in the reader's edition
+during the page visits the other browser tests share (visits,
+phone_visits), in the student edition in a visit per page and width
+(student_visits). Every box of the article that scrolls is reached by the
+keyboard, at any overflow (axe-core lets 13 px pass), and a formula too
+wide for its column gets a tab stop and a name (_ext/scroll-stops.js). A public university in the US must make course material
 meet WCAG 2.1 AA (the ADA Title II rule): an instructor adopts the book
 with no exception to ask for. On a phone no page is wider than the
 screen, the titles leave room for the text, inline code is not cut by its
