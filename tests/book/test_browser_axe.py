@@ -240,6 +240,7 @@ def test_a_formula_that_must_scroll_takes_the_keyboard(site, browser):
 
     recorder = Visit("a formula that scrolls")
     context, tab = phone_page(browser, site, recorder)
+    watch(tab, recorder, site)
     try:
         tab.goto(
             site + "chapters/differential-privacy.html", wait_until="load"
