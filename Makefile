@@ -6,6 +6,8 @@
 #                 (ALL=1: every chapter's tests)
 #   make refresh-reader-lock  let the newest library versions into the
 #                 reader lock, if the chapters still print the book's numbers
+#   make slides   the lecture slides (reveal.js) of every chapter that has
+#                 an outline in slides/, and their PDFs, into _build/slides
 #   make assignments  every chapter's graded assignment (nbgrader) into
 #                 _build/assignments; `make grade CHAPTER=... SUBMISSIONS=...`
 #                 grades a folder of submitted notebooks into a CSV
@@ -34,7 +36,7 @@ APT_PACKAGES := texlive-xetex texlive-latex-extra texlive-fonts-recommended \
 CHANGED_NOTEBOOKS = $(shell { git diff --name-only HEAD -- 'chapters/*.ipynb'; \
 	git ls-files --others --exclude-standard -- 'chapters/*.ipynb'; } 2>/dev/null | sort -u)
 
-.PHONY: book serve test check lint format execute data pdf publish-pdfs student assignments grade bench memorization-runs system-deps clean refresh-reader-lock
+.PHONY: book slides serve test check lint format execute data pdf publish-pdfs student assignments grade bench memorization-runs system-deps clean refresh-reader-lock
 
 # The toolchain needs Python 3.11 or newer (pandas 3); say so before pip does.
 # uv (pinned in constraints.txt) installs it, pip included (pinned too: the
@@ -84,12 +86,22 @@ book: $(STAMP) $(NODE_STAMP)
 	$(BIN)/python scripts/make_student_edition.py _build/student
 	rm -rf _build/html/student && cp -r _build/student/_build/html _build/html/student
 	$(publish_pdfs)
+	$(BIN)/python scripts/make_slides.py --pdf _build/slides
+	rm -rf _build/html/slides && cp -r _build/slides _build/html/slides
 	$(BIN)/python scripts/make_assignments.py $(ASSIGNMENTS)
 	rm -rf _build/html/assignments && mkdir -p _build/html/assignments
 	cp $(ASSIGNMENTS)/student/*/*.ipynb _build/html/assignments/
 	@echo
 	@echo "The book is built. Open $(CURDIR)/_build/html/index.html in a browser,"
 	@echo "or run 'make serve' and visit http://$(HOST):$(PORT)/"
+
+# The lecture slides: one reveal.js deck per outline slides/<chapter>.yml
+# (slides/README.md), built from the chapter's stored outputs in seconds,
+# served offline (reveal.js, MathJax and the Vega runtime beside the
+# decks), and a PDF of each (Chromium prints reveal.js's print view).
+# `make book` publishes them in the site at slides/.
+slides: $(STAMP) $(NODE_STAMP)
+	$(BIN)/python scripts/make_slides.py --pdf _build/slides
 
 serve: book
 	$(BIN)/python -m http.server $(PORT) --bind $(HOST) --directory _build/html

@@ -214,7 +214,8 @@ nbval_plugin.IPyNbCell.runtest = runtest_reading_figures
 # PDF build, the reader's venvs, the browser: the file whose tests first ask
 # for the page visits at 1280 px, the one that first asks for the visits on
 # a phone (each made once per run, then shared by every browser file and
-# both workers: `visits` in tests/conftest.py), the search. The other
+# both workers: `visits` in tests/conftest.py), the search, the lecture
+# slides (built and opened on their own, about a minute). The other
 # browser files only read those visits, so they need not go first.
 FIRST = [
     "tests/book/test_build.py",
@@ -223,6 +224,7 @@ FIRST = [
     "tests/book/test_browser_pages.py",
     "tests/book/test_browser_phone.py",
     "tests/book/test_browser_search.py",
+    "tests/book/test_slides.py",
     "tests/book/test_editions.py",
     "tests/book/test_assignments.py",
     "tests/book/test_grading.py",

@@ -16,6 +16,13 @@ _ext/page_weight.py):
   shows in red instead of an error) and
   the CHTML output with ``assistive-mml`` (the formula as MathML for a
   screen reader);
+- ``ui/lazy``, MathJax's lazy typesetting, with the book's own page-ready
+  step (``_ext/mathjax-first-screen.js``, inlined in the page): the
+  formulas on the first screen are typeset first, then the rest of the
+  page in small batches while the browser is idle. Typesetting every
+  formula of a chapter (up to 450) before the first screen settled kept
+  a reader on slow 4G waiting up to 4 s (scripts/page_weight.py
+  --slow-4g);
 - the New Computer Modern font's tables, and of its character ranges and
   web fonts (each a few KB) only those a page's formulas draw: MathJax
   fetches them as it needs them.
@@ -30,12 +37,14 @@ math).
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 from pathlib import Path
 
+from sphinx.builders.html._assets import _JavaScript
 from sphinx.errors import ExtensionError
 
 PACKAGES = {
@@ -48,6 +57,7 @@ PACKAGES = {
         "input/tex/extensions/noundefined.js",
         "output/chtml.js",
         "a11y/assistive-mml.js",
+        "ui/lazy.js",
         "LICENSE",
     ],
     # Only fetched as a page needs them: the font's tables, its dynamic
@@ -76,6 +86,7 @@ MATHJAX_CONFIG = {
             *(f"[tex]/{name}" for name in TEX_EXTENSIONS),
             "output/chtml",
             "a11y/assistive-mml",
+            "ui/lazy",
         ],
         # MathJax asks a CDN for its fonts unless told where they are.
         "paths": {"fonts": "[mathjax]/fonts"},
@@ -150,6 +161,31 @@ def ensure_installed(root: Path) -> Path:
     return root / "node_modules"
 
 
+FIRST_SCREEN = Path(__file__).with_name("mathjax-first-screen.js")
+
+
+def first_screen_first(app, pagename, templatename, context, doctree):
+    """In a page that loads MathJax, the page-ready step of
+    mathjax-first-screen.js, between MathJax's configuration and
+    startup.js (which reads it)."""
+    if app.builder.format != "html" or "script_files" not in context:
+        return
+    scripts = context["script_files"]
+    startup = {app.config.mathjax_path, f"_static/{app.config.mathjax_path}"}
+    at = next(
+        (n for n, script in enumerate(scripts) if script.filename in startup),
+        None,
+    )
+    if at is None:
+        return  # no math on this page (_ext/page_weight.py)
+    body = FIRST_SCREEN.read_text()
+    context["script_files"] = [
+        *scripts[:at],
+        _JavaScript("", priority=scripts[at].priority, body=body),
+        *scripts[at:],
+    ]
+
+
 def configure(app, config):
     config.mathjax_path = "mathjax/startup.js"
     config.mathjax3_config = {
@@ -192,4 +228,10 @@ def setup(app):
     # After myst-parser and jupyter-book have set their MathJax options.
     app.connect("config-inited", configure, priority=900)
     app.connect("builder-inited", copy_mathjax)
+    # After _ext/page_weight.py has dropped MathJax from pages without math.
+    app.connect("html-page-context", first_screen_first, priority=950)
+    # Its checksum as a setting of the HTML build: an edited script is a
+    # changed setting, and every page is written again with it.
+    checksum = hashlib.sha256(FIRST_SCREEN.read_bytes()).hexdigest()
+    app.add_config_value("mathjax_first_screen", checksum, "html")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Measure what a reader's browser downloads to read the built book.
 
-Usage: python scripts/page_weight.py [--html DIR] [--slow-4g] [FIRST [FURTHER ...]]
+Usage: python scripts/page_weight.py [--html DIR] [--slow-4g] [--cpu N]
+                                     [--phone] [FIRST [FURTHER ...]]
 
 FIRST (default: the first chapter of _toc.yml) is opened with an empty
 cache, as the first page a reader opens; then each FURTHER page (default:
@@ -20,9 +21,16 @@ under 600 KB gzipped, a further chapter under 200 KB of new gzipped bytes.
 With --slow-4g each FURTHER page is opened over an emulated slow 4G link
 (Chromium's network emulation: 1.6 Mbps down, 750 kbps up, 150 ms round
 trip; issue 45's goal: readable in under 3 s) and the time it took to be
-readable is reported: from the start of its navigation until its text is
-parsed, its math typeset and its fonts loaded. (A dial draws later, when
-it comes near the screen: _ext/vega-figures.js.)
+readable is reported: from the start of its navigation until its first
+screen shows its text and formulas in their final layout (its text
+parsed, every formula that meets the first screen typeset, the fonts
+they draw with arrived: READABLE below), with how many of the page's
+formulas were typeset by then. (A dial draws later, when it comes near
+the screen: _ext/vega-figures.js.) With --cpu N the further page runs
+on a CPU N times slower than this machine's (Chromium's CPU throttling;
+Lighthouse's phone preset slows by 4); with --phone, every page is
+opened on a phone's screen (390 x 844, touch, 3 device pixels per CSS
+pixel) instead of 1280 x 900.
 """
 
 from __future__ import annotations
@@ -42,10 +50,16 @@ ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 CHROMIUM = "/usr/bin/chromium"
 TEXT_TYPES = (".html", ".css", ".js", ".svg", ".json", ".txt")
+# Every formula of the page typeset and its fonts in. MathJax typesets the
+# first screen first, then the rest while the browser is idle
+# (_ext/mathjax-first-screen.js); here, once the page is readable, the rest
+# at once: the same formulas, the same fonts downloaded.
 RENDERED = """async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await MathJax.startup.promise;
   }
+  if (window.bookTypesetAllMath) { await window.bookTypesetAllMath(); }
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
   if (document.fonts) { await document.fonts.ready; }
 }"""
 FIRST_GOAL_KB = 600
@@ -57,15 +71,59 @@ SLOW_4G = {
     "uploadThroughput": 750e3 / 8,
 }
 READABLE_GOAL_S = 3.0
+DESKTOP = {"viewport": {"width": 1280, "height": 900}}
+PHONE = {
+    "viewport": {"width": 390, "height": 844},
+    "device_scale_factor": 3,
+    "is_mobile": True,
+    "has_touch": True,
+}
 RUNTIME = "vega-figures/vega.min.js"
-# Set in every page before its own scripts: when it became readable.
+# Set in every page before its own scripts: when it became readable, that
+# is when its first screen shows its text and its formulas in their final
+# layout. After the DOM is parsed and MathJax's first pass is done, it
+# waits, frame by frame, until no formula that meets the first screen is
+# still its TeX source or a placeholder of MathJax's lazy typesetting
+# (ui/lazy typesets a formula when it nears the screen), and until every
+# font the browser asked for has arrived (MathJax draws its glyphs with
+# web fonts: without them a formula is blank). Two frames between checks:
+# a font is asked for only once a frame has laid out the text that needs
+# it. Also recorded: how many formulas the page had typeset by then, of
+# how many.
 READABLE = """window.bookReadable = new Promise(resolve => {
+  const frames = () => new Promise(r =>
+      requestAnimationFrame(() => requestAnimationFrame(r)));
+  const meetsScreen = e => {
+    if (!e.getClientRects().length) return false;  // hidden (folded)
+    const r = e.getBoundingClientRect();
+    return r.bottom >= 0 && r.top <= innerHeight;
+  };
+  const unready = () => [
+    ...[...document.querySelectorAll('span.math, div.math')]
+        .filter(e => !e.querySelector('mjx-container')),
+    ...document.querySelectorAll('mjx-lazy'),
+  ].filter(meetsScreen).length;
+  // Formulas typeset (not lazy placeholders), and those off the first screen.
+  const typeset = () => [...document.querySelectorAll('mjx-container')]
+      .filter(m => !m.querySelector('mjx-lazy'));
+  let firstPass = {typeset: 0, offscreen: 0};
   document.addEventListener('DOMContentLoaded', async () => {
     if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
       await MathJax.startup.promise;
+      const done = typeset();
+      firstPass = {typeset: done.length,
+                   offscreen: done.filter(m => !meetsScreen(m)).length};
     }
-    if (document.fonts) { await document.fonts.ready; }
-    resolve(performance.now() / 1000);
+    const give_up = performance.now() + 60000;
+    for (;;) {
+      await frames();
+      if (document.fonts) { await document.fonts.ready; }
+      const fonts = !document.fonts || document.fonts.status === 'loaded';
+      if ((fonts && !unready()) || performance.now() > give_up) break;
+    }
+    resolve({seconds: performance.now() / 1000, typeset: typeset().length,
+             formulas: document.querySelectorAll('mjx-container').length,
+             late: unready(), firstPass});
   });
 });"""
 
@@ -194,8 +252,8 @@ class Tab:
         self.page.goto(url, wait_until="networkidle", timeout=120_000)
         # MathJax fetches its parts after the page has loaded, and its fonts
         # once it has typeset: wait for both, then for the network to rest.
-        self.page.evaluate(RENDERED)
         readable = self.page.evaluate("window.bookReadable")
+        self.page.evaluate(RENDERED)
         self._wait_until_quiet()
         local = urlsplit(url).netloc
         fetched = {
@@ -242,18 +300,33 @@ def line(name: str, weight: dict, goal_kb: int, slow: bool = False) -> str:
             f" + {extra:.0f} KB: the Vega runtime for a dial near the screen"
         )
     if slow:
-        seconds = weight["readable"]
+        readable = weight["readable"]
+        seconds = readable["seconds"]
         verdict = "within" if seconds < READABLE_GOAL_S else "OVER"
-        text += f"; readable on slow 4G in {seconds:.2f} s ({verdict} 3 s)"
+        text += (
+            f"; readable on slow 4G in {seconds:.2f} s ({verdict} 3 s),"
+            f" {readable['typeset']} of {readable['formulas']} formulas"
+            " typeset by then"
+        )
     return text
 
 
 def main(arguments: list[str]) -> int:
     global HTML
-    if arguments[:1] == ["--html"]:
-        HTML, arguments = Path(arguments[1]), arguments[2:]
-    slow = arguments[:1] == ["--slow-4g"]
-    arguments = arguments[slow:]
+    slow, cpu, screen = False, 1.0, DESKTOP
+    while arguments[:1] and arguments[0].startswith("--"):
+        option, arguments = arguments[0], arguments[1:]
+        if option == "--html":
+            HTML, arguments = Path(arguments[0]), arguments[1:]
+        elif option == "--slow-4g":
+            slow = True
+        elif option == "--cpu":
+            cpu, arguments = float(arguments[0]), arguments[1:]
+        elif option == "--phone":
+            screen = PHONE
+        else:
+            print(__doc__)
+            return 2
     chapters = chapter_pages()
     first = arguments[0] if arguments else chapters[0]
     further = arguments[1:] or [page for page in chapters if page != first]
@@ -272,20 +345,20 @@ def main(arguments: list[str]) -> int:
             ],
         )
         print("first page, empty cache:")
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context = browser.new_context(**screen)
         weight = Tab(context).open(base + first)
         context.close()
         print("  " + line(first, weight, FIRST_GOAL_KB))
         over += weight["before_dial"] / 1e3 >= FIRST_GOAL_KB
         print(f"a further page, after {first} (warm cache):")
         for name in further:
-            context = browser.new_context(
-                viewport={"width": 1280, "height": 900}
-            )
+            context = browser.new_context(**screen)
             tab = Tab(context)
             tab.open(base + first)
             if slow:
                 tab.cdp.send("Network.emulateNetworkConditions", SLOW_4G)
+            if cpu != 1:
+                tab.cdp.send("Emulation.setCPUThrottlingRate", {"rate": cpu})
             weight = tab.open(base + name)
             context.close()
             print("  " + line(name, weight, FURTHER_GOAL_KB, slow))

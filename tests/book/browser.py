@@ -137,10 +137,19 @@ AXE_RUNS["390 light"] = AXE_RUNS["390 dark"] = [
 
 # Waits until MathJax (if the page loads it) has typeset the page and the fonts are in,
 # and two frames are drawn (the tab stops of boxes that scroll: _ext/scroll-stops.js).
+# MathJax typesets the first screen first, the rest while the browser is idle
+# (_ext/mathjax-first-screen.js); here the rest is typeset at once, as for print
+# (bookTypesetAllMath; at most 60 s: a formula left untypeset is then reported by
+# the tests, e.g. as unrendered math). test_browser_math.py checks that the rest
+# is typeset without it too.
 WAIT_FOR_RENDERING = """async () => {
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) {
     await MathJax.startup.promise;
   }
+  if (window.bookTypesetAllMath) {
+    await Promise.race([window.bookTypesetAllMath(), new Promise(r => setTimeout(r, 60000))]);
+  }
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
   if (document.fonts) { await document.fonts.ready; }
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
 }"""
@@ -165,7 +174,9 @@ COLLECT = r"""() => {
   if (line.trim()) lines.push(line);
 
   const maths = [...document.querySelectorAll('.math')];
-  const unrendered = maths.filter(m => !m.querySelector('mjx-container'))
+  // Not typeset: TeX MathJax did not find, or a placeholder of its lazy typesetting.
+  const unrendered = maths.filter(m => !m.querySelector('mjx-container')
+                                       || m.querySelector('mjx-lazy'))
                           .map(m => m.textContent.trim().slice(0, 80));
   const errors = [...document.querySelectorAll('mjx-merror')]
       .map(e => e.getAttribute('data-mjx-error') || e.textContent);

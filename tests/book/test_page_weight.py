@@ -74,3 +74,23 @@ def test_a_chapter_after_the_intro_stays_under_200_kb(weights, page):
     assert kb < page_weight.FURTHER_GOAL_KB, (
         f"{page}: {kb:.0f} KB of new gzipped bytes after the intro"
     )
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_a_chapter_typesets_its_first_screen_first(weights, page):
+    """What the reader waits for is the first screen, not the whole page.
+    MathJax's first pass typesets no formula off the first screen (a
+    chapter has up to 450: typesetting them all first kept a reader on
+    slow 4G waiting up to 4 s); the formulas on it are typeset before the
+    page counts as readable (scripts/page_weight.py), the rest later
+    (tests/book/test_browser_math.py checks that every one is)."""
+    readable = weights[page]["readable"]
+    first_pass = readable["firstPass"]
+    assert not first_pass["offscreen"], (
+        f"{page}: MathJax's first pass typeset {first_pass['offscreen']} of"
+        f" {readable['formulas']} formulas off the first screen"
+    )
+    assert not readable["late"], (
+        f"{page}: {readable['late']} formulas on the first screen were"
+        " never typeset"
+    )

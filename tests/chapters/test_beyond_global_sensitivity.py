@@ -885,3 +885,347 @@ def test_the_sampled_checks_accept_correct_answers_at_other_seeds(tb, seed):
         ("bgs-ex-sa-hours", blocks),
     ):
         assignments.assert_answer_passes(tb, STEM, label, code)
+
+
+# --- finite-variance noise for smooth sensitivity (Bun and Steinke 2019) ----
+
+
+@pytest.mark.parametrize("eps, dof", [(1.0, 3), (0.3, 3), (2.0, 5), (1.0, 1)])
+def test_student_t_parameters_spend_epsilon_as_the_theorem_says(tb, eps, dof):
+    # Bun and Steinke: eps = (d + 1) beta + (d + 1) s / (2 sqrt d); the
+    # chapter gives half to each term.
+    beta, s = tb["student_t_parameters"](eps, dof)
+    assert (dof + 1) * beta == pytest.approx(eps / 2, rel=1e-12)
+    assert (dof + 1) * s / (2 * np.sqrt(dof)) == pytest.approx(eps / 2)
+
+
+@pytest.mark.parametrize("dof", [1, 3, 5])
+def test_student_t_sliding_and_dilation_constants(dof):
+    # The proof's two bounds for h(z) ~ (1 + z^2/d)^(-(d+1)/2): the slope
+    # of ln h is at most (d + 1) / (2 sqrt d), and a change of scale by
+    # e^lam moves ln(e^lam h(e^lam w)) - ln h(w) by at most max(1, d)|lam|
+    # (approached, not exceeded), below the theorem's (d + 1)|lam|.
+    z = np.linspace(-300, 300, 600_001)
+
+    def log_h(v):
+        return -(dof + 1) / 2 * np.log1p(v * v / dof)
+
+    slope = np.abs(np.gradient(log_h(z), z)).max()
+    assert slope == pytest.approx((dof + 1) / (2 * np.sqrt(dof)), rel=1e-6)
+    w = np.concatenate([z, [1e6, -1e6]])
+    for lam in (0.1, -0.1, 0.3, -0.3):
+        ratio = np.abs(lam + log_h(np.exp(lam) * w) - log_h(w))
+        assert ratio.max() <= max(1, dof) * abs(lam) + 1e-9
+        assert ratio.max() > 0.99 * max(1, dof) * abs(lam)
+
+
+def student_t_release_of(tb, table, upper, eps, seed=7, draws=400):
+    """(location, scale) of the chapter's student_t_median on `table`, read
+    off its releases (its t draws are the generator's own standard_t)."""
+    z = np.random.default_rng(seed).standard_t(3, draws)
+    out = tb["student_t_median"](
+        list(table), upper, eps, np.random.default_rng(seed), draws
+    )
+    inner = (out > 0) & (out < upper)
+    assert inner.sum() >= 2
+    scale, location = np.polyfit(z[inner], out[inner], 1)
+    assert np.allclose(location + scale * z[inner], out[inner], atol=1e-9)
+    return location, scale
+
+
+def test_student_t_median_scale_is_the_smooth_bound_over_s(tb):
+    # d = 3, eps = 1: beta = 1/8 and s = sqrt(3) / 4.
+    table = [20, 30, 40, 50, 60]
+    location, scale = student_t_release_of(tb, table, 125, 1.0)
+    assert location == pytest.approx(40, abs=1e-9)
+    bound = tb["smooth_sensitivity_median"](table, 125, 1 / 8)
+    assert scale == pytest.approx(bound / (np.sqrt(3) / 4), rel=1e-9)
+
+
+def test_student_t_median_density_ratio_stays_within_epsilon(tb):
+    # End to end, before the clamp: for every table of 0 to 3 ages in
+    # [0, 6] and every neighbour (one age added), the two t(3) densities of
+    # the chapter's releases differ by at most e^eps at every output.
+    eps, upper = 1.0, 6
+    y = np.linspace(-3000, 3000, 120_001)
+
+    def log_density(location, scale):
+        z = (y - location) / scale
+        return -np.log(scale) - 2 * np.log1p(z * z / 3)
+
+    releases = {
+        table: student_t_release_of(tb, table, upper, eps)
+        for n in range(4)
+        for table in itertools.combinations_with_replacement(range(7), n)
+    }
+    worst = 0.0
+    for table, (location, scale) in releases.items():
+        if len(table) == 3:
+            continue
+        for v in range(upper + 1):
+            other = releases[tuple(sorted(table + (v,)))]
+            gap = log_density(location, scale) - log_density(*other)
+            worst = max(worst, np.abs(gap).max())
+    assert worst <= eps + 1e-9
+
+
+@pytest.mark.parametrize("eps, beta", [(1.0, 0.25), (0.5, 0.05), (2.0, 1.0)])
+def test_lln_parameters_meet_the_cdp_condition_at_least_variance(
+    tb, eps, beta
+):
+    # eps = beta / sigma + exp(3 sigma^2 / 2) s, and sigma minimizes the
+    # noise variance 2 exp(5 sigma^2) / (eps - beta / sigma)^2 (with s set
+    # from eps): neighbouring sigmas do worse.
+    sigma, s = tb["lln_parameters"](eps, beta)
+    assert sigma > beta / eps and s > 0
+    assert beta / sigma + np.exp(1.5 * sigma**2) * s == pytest.approx(eps)
+
+    def variance(sg):
+        return 2 * np.exp(5 * sg**2) / (eps - beta / sg) ** 2
+
+    for step in (0.999, 1.001):
+        assert variance(sigma * step) > variance(sigma)
+
+
+def test_lln_median_scale_and_beta(tb):
+    # beta = eps / 4; noise = S_beta / s * Laplace * exp(sigma * normal),
+    # the Laplace draws first; the clamp to [0, 125] on top.
+    eps, table, draws = 1.0, [20, 30, 40, 50, 60], 400
+    g = np.random.default_rng(11)
+    sigma, s = tb["lln_parameters"](eps, eps / 4)
+    z = g.laplace(0.0, 1.0, draws)
+    z = z * np.exp(sigma * g.standard_normal(draws))
+    bound = tb["smooth_sensitivity_median"](table, 125, eps / 4)
+    want = np.clip(40 + bound / s * z, 0, 125)
+    got = tb["lln_median"](table, 125, eps, np.random.default_rng(11), draws)
+    assert np.allclose(got, want, rtol=1e-12, atol=1e-9)
+
+
+def test_finite_variance_table_says_what_the_prose_says(tb):
+    table = tb["fv_table"]
+    for size in (25, 100, 400, 1_600):
+        rows = table.loc[size]
+        med, rmse, sd = (
+            rows["median |error|"],
+            rows["RMSE"],
+            rows["noise s.d."],
+        )
+        # Cauchy smallest median error, Student's t largest.
+        assert med["Cauchy"] < med["Laplace log-normal"] < med["Student's t"]
+        assert np.isinf(sd["Cauchy"]) and np.isfinite(sd["Student's t"])
+        if size >= 100:  # the Laplace log-normal has the smallest RMSE
+            assert rmse["Laplace log-normal"] < min(
+                rmse["Cauchy"], rmse["Student's t"]
+            )
+
+
+# --- inverse sensitivity (Asi and Duchi) ------------------------------------
+
+
+def brute_path_lengths(table, upper):
+    """len(table; c) for c = 0..upper by breadth-first search over
+    additions (any value 0..upper) and removals; the empty table has
+    median 0, as in the chapter."""
+    found, seen, frontier, k = {}, {table}, {table}, 0
+    while len(found) < upper + 1:
+        for t in frontier:
+            found.setdefault(lower_median(t), k)
+        grown = {
+            tuple(sorted(t + (v,))) for t in frontier for v in range(upper + 1)
+        }
+        shrunk = {t[:i] + t[i + 1 :] for t in frontier for i in range(len(t))}
+        frontier = (grown | shrunk) - seen
+        seen |= frontier
+        k += 1
+    return [found[float(c)] for c in range(upper + 1)]
+
+
+def test_median_path_length_matches_breadth_first_search(tb):
+    tables = [(), (0,), (4,), (0, 0, 0, 0), (1, 3), (2, 2, 2)]
+    tables += list(random_tables(21, 14, 4, 4))
+    for table in tables:
+        tb.inject(f"_t = {list(table)}")
+        got = tb.value("median_path_length(_t, 4, np.arange(5)).tolist()")
+        assert got == brute_path_lengths(table, 4), table
+
+
+def test_path_length_is_within_one_of_twice_the_rank_error(tb):
+    # 2 r(c) <= len(c) <= 2 r(c) + 1 with r the rank error by its
+    # definition; so the two mechanisms' probabilities differ by a factor
+    # at most e^(eps/2), and inverse sensitivity is exact at least as often.
+    candidates = np.arange(0, 9.5, 0.5)
+    rng = np.random.default_rng(23)
+    gaps = set()
+    for _ in range(60):
+        table = rng.integers(0, 10, int(rng.integers(0, 9))).tolist()
+        length = tb["median_path_length"](table, 9, candidates)
+        ranks = support.rank_errors(table, 0.5, candidates)
+        gaps |= set((length - 2 * ranks).tolist())
+        for eps in (0.5, 2.0):
+            p_inv = tb["exponential_probabilities"](-length, 1, eps)
+            p_em = tb["exponential_probabilities"](-ranks, 0.5, eps)
+            ratio = np.maximum(p_inv / p_em, p_em / p_inv)
+            assert ratio.max() <= np.exp(eps / 2) * (1 + 1e-12)
+            truth = candidates == lower_median(tuple(sorted(table)))
+            assert p_inv[truth].sum() >= p_em[truth].sum() - 1e-12
+    assert gaps == {0.0, 1.0}
+
+
+def test_inverse_sensitivity_median_is_calibrated_to_sensitivity_one(tb):
+    with recording(tb, "exponential_mechanism") as calls:
+        tb["inverse_sensitivity_median"](
+            [1, 2, 5], 6, np.arange(7), 0.7, np.random.default_rng(0)
+        )
+    ((utilities, sensitivity, epsilon, *_),) = calls
+    assert sensitivity == 1 and epsilon == 0.7
+    want = brute_path_lengths((1, 2, 5), 6)
+    assert (-np.asarray(utilities)).tolist() == want
+
+
+def test_inverse_table_says_what_the_prose_says(tb):
+    table = tb["inv_table"]
+    assert table["len - 2r: min"].min() == 0
+    assert table["len - 2r: max"].max() == 1
+    assert (table["largest prob. ratio"] <= np.exp(0.5) + 1e-12).all()
+    assert table["largest prob. ratio"].max() > 0.99 * np.exp(0.5)
+    assert (
+        table["inverse: Pr[exact]"] >= table["exp. mech.: Pr[exact]"]
+    ).all()
+    assert (
+        table["inverse: median |error|"] == table["exp. mech.: median |error|"]
+    ).all()
+
+
+NEW_MECHANISMS = {
+    "student_t_median": lambda tb, v, g: tb["student_t_median"](
+        v, 125, 1.0, g, 20
+    ),
+    "lln_median": lambda tb, v, g: tb["lln_median"](v, 125, 1.0, g, 20),
+    "inverse_sensitivity_median": lambda tb, v, g: tb[
+        "inverse_sensitivity_median"
+    ](v, 125, tb["AGE_GRID"], 1.0, g, 20),
+    "median_path_length": lambda tb, v, g: tb["median_path_length"](
+        v, 125, tb["AGE_GRID"]
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(DATA_CASES))
+@pytest.mark.parametrize("mechanism", list(NEW_MECHANISMS))
+def test_new_medians_follow_the_data_rule(tb, mechanism, case):
+    # No exception on any data, a finite release, and exactly the release
+    # on the cleaned table with the same seed.
+    release = NEW_MECHANISMS[mechanism]
+    got = np.asarray(
+        release(tb, DATA_CASES[case], np.random.default_rng(1)), dtype=float
+    )
+    want = np.asarray(
+        release(tb, CLEANED[case], np.random.default_rng(1)), dtype=float
+    )
+    assert np.array_equal(got, want) and np.all(np.isfinite(got))
+
+
+@pytest.mark.parametrize(
+    "expression, fragment",
+    [
+        ("student_t_median([1], 10, 0, np.random.default_rng(1))", "epsilon"),
+        (
+            "student_t_median([1], 10, 1.0, np.random.default_rng(1), dof=0)",
+            "dof",
+        ),
+        ("student_t_median([1], -1, 1.0, np.random.default_rng(1))", "upper"),
+        ("lln_median([1], 10, -1, np.random.default_rng(1))", "epsilon"),
+        ("lln_parameters(1.0, 0)", "beta"),
+        ("median_path_length([1], 10, [11])", "candidates"),
+        ("median_path_length([1], 10, [np.nan])", "candidates"),
+        ("median_path_length([1], 10, [])", "non-empty"),
+        (
+            "inverse_sensitivity_median([1], 10, [1, 2], 0, "
+            "np.random.default_rng(1))",
+            "epsilon",
+        ),
+    ],
+)
+def test_new_medians_reject_bad_arguments(tb, expression, fragment):
+    assert fragment in value_error_message(tb, expression)
+
+
+def test_new_medians_want_a_generator(tb):
+    for expression in (
+        "student_t_median([1, 2], 10, 1.0, 5)",
+        "lln_median([1, 2], 10, 1.0, 5)",
+        "inverse_sensitivity_median([1, 2], 10, [1, 2], 1.0, 5)",
+    ):
+        with pytest.raises(TypeError):
+            tb.value(expression)
+
+
+def test_lln_release_meets_its_renyi_bound_numerically(tb):
+    # The CDP condition, checked by quadrature at the chapter's eps = 1,
+    # beta = 1/4: for the worst neighbour (a shift by s in units of the
+    # noise scale and a change of scale by e^(+-beta)), the Renyi
+    # divergence of every order tried is at most alpha eps^2 / 2.
+    from scipy import special
+
+    eps, beta = 1.0, 0.25
+    sigma, s = tb["lln_parameters"](eps, beta)
+    y, w = np.polynomial.hermite_e.hermegauss(120)
+    w = w / np.sqrt(2 * np.pi)
+
+    def log_lln(z):  # log density of Laplace * exp(sigma * normal)
+        a = -sigma * y - np.log(2) - np.abs(z)[:, None] * np.exp(-sigma * y)
+        return special.logsumexp(a, b=w, axis=1)
+
+    half = np.concatenate(
+        [np.linspace(0, 40, 3001)[1:], np.geomspace(40, 1e5, 1501)[1:]]
+    )
+    z = np.concatenate([-half[::-1], [0.0], half])
+    log_p = log_lln(z)
+    assert np.trapezoid(np.exp(log_p), z) == pytest.approx(1, abs=1e-4)
+    for lam in (beta, -beta):
+        for shift in (s, -s):
+            log_q = log_lln((z - shift) / np.exp(lam)) - lam
+            for alpha in (1.5, 2, 5, 20):
+                for a, b in ((log_p, log_q), (log_q, log_p)):
+                    mass = np.trapezoid(np.exp(alpha * a + (1 - alpha) * b), z)
+                    assert np.log(mass) / (alpha - 1) <= alpha * eps**2 / 2
+
+
+def test_noise_sd_is_the_standard_deviation_of_the_noise(tb):
+    # Student's t with d = 3 has variance d / (d - 2) = 3; the Laplace
+    # log-normal E[X^2] E[exp(2 sigma Y)] = 2 exp(2 sigma^2); each times
+    # the squared scale S_beta / s (beta = eps / 8, s = sqrt(3) eps / 4;
+    # beta = eps / 4, s = exp(-3 sigma^2 / 2) (eps - beta / sigma), sigma
+    # minimizing the variance, found here by a search of our own).
+    eps, upper = tb.value("SS_EPSILON"), tb.value("AGE_UPPER")
+    grid = np.linspace(eps / 4 / eps + 1e-6, 2, 200_001)
+    log_var = 5 * grid**2 - 2 * np.log(eps - eps / 4 / grid)
+    sigma = grid[np.argmin(log_var)]
+    s_lln = np.exp(-1.5 * sigma**2) * (eps - eps / 4 / sigma)
+    for table in ([20, 30, 40, 50, 60], [18, 18, 19, 80], [33] * 7):
+        smooth = tb["smooth_sensitivity_median"]
+        s_t = np.sqrt(3) * eps / 4
+        want_t = np.sqrt(3) * smooth(table, upper, eps / 8) / s_t
+        want_lln = (
+            np.sqrt(2) * np.exp(sigma**2) * smooth(table, upper, eps / 4)
+        ) / s_lln
+        tb.inject(f"_t = {table}")
+        got_t = tb.value('float(noise_sd("Student\'s t", _t))')
+        got_lln = tb.value('float(noise_sd("Laplace log-normal", _t))')
+        assert got_t == pytest.approx(want_t, rel=1e-9)
+        assert got_lln == pytest.approx(want_lln, rel=1e-5)
+
+
+def test_new_proofs_say_what_they_derive():
+    text = support.markdown_text("beyond-global-sensitivity")
+    # The dilation term lambda - (d + 1)/2 ln(...) runs from lambda to
+    # -d lambda, for either sign of lambda.
+    assert "the whole lies between $\\lambda$ and $-d\\lambda$: in" in text
+    # Emptying the table yields median 0 only: it matters for c = 0 alone
+    # (for c > 0 with no value at or above c, n is less than the deficit).
+    assert "matters only for $c = 0$, where $L = 0$" in text
+    # The two medians live on the same grid: they differ by the half step
+    # of the path length, not by a discretization.
+    assert "up to discretization" not in text
+    # Student's t is no longer the best known noise for pure DP.
+    assert "{cite:t}`hladik2025smooth`" in text

@@ -882,3 +882,409 @@ def test_gaussian_exercise_says_its_crossover_is_within_gaussian_noise():
     solution = solution[: solution.index("solution-end")]
     assert "under the same Gaussian noise" in solution
     assert "Gaussian increments are themselves worse than Laplace" in solution
+
+
+# --- beyond the binary tree: k-ary trees, the smooth binary mechanism, ------
+# --- high-probability bounds, designs at the same (epsilon, delta) ----------
+
+from functools import cache  # noqa: E402
+from math import comb  # noqa: E402
+
+
+@cache
+def glued_here():
+    """Every value the chapter glues, as stored, read in one pass."""
+    import ast
+
+    notebook = nbformat.read(CHAPTERS_DIR / f"{STEM}.ipynb", as_version=4)
+    values = {}
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            record = output.get("metadata", {}).get("scrapbook", {})
+            if record:
+                text = output["data"][record["mime_prefix"] + "text/plain"]
+                values[record["name"]] = ast.literal_eval(text)
+    return values
+
+
+def balanced_by_hand(t, k):
+    """Digits d_0, d_1, ... of t in base k with |d| <= (k - 1) / 2."""
+    digits = []
+    while t:
+        d = t % k
+        if d > (k - 1) // 2:
+            d -= k
+        digits.append(d)
+        t = (t - d) // k
+    return digits
+
+
+@pytest.mark.parametrize(
+    "horizon, k", [(1, 3), (4, 3), (13, 3), (40, 5), (100, 7), (365, 29)]
+)
+def test_kary_tree_adds_up_and_each_event_lies_in_h_nodes(cr, horizon, k):
+    """B @ C is the prefix-sum matrix; day t uses sum |d_j| nodes of its
+    balanced digits (written out here); every column of C has L1 norm at
+    most h, the fewest levels with (k^h - 1) / 2 >= T, and day 1 has h."""
+    h = next(h for h in range(1, 40) if (k**h - 1) // 2 >= horizon)
+    assert cr.value(f"kary_levels({horizon}, {k})") == h
+    cr.inject(f"_B, _C = kary_factors({horizon}, {k})")
+    assert cr.value(
+        f"bool(np.array_equal(_B @ _C, np.tril(np.ones(({horizon},) * 2))))"
+    )
+    assert set(cr.value("np.unique(_B).tolist()")) <= {-1, 0, 1}
+    assert set(cr.value("np.unique(_C).tolist()")) <= {0, 1}
+    used = cr.value("np.abs(_B).sum(axis=1).tolist()")
+    for t in range(1, horizon + 1):
+        digits = balanced_by_hand(t, k)
+        assert sum(d * k**j for j, d in enumerate(digits)) == t
+        assert used[t - 1] == sum(abs(d) for d in digits)
+    columns = cr.value("_C.sum(axis=0).tolist()")
+    assert max(columns) == h and columns[0] == h
+
+
+def test_kary_levels_and_digits_by_hand(cr):
+    assert cr.value("kary_levels(364, 3)") == 6  # (3^6 - 1) / 2 = 364
+    assert cr.value("kary_levels(365, 3)") == 7
+    assert cr.value("kary_levels(365, 29)") == 2  # (29^2 - 1) / 2 = 420
+    assert cr.value("kary_levels(420, 29)") == 2
+    assert cr.value("kary_levels(421, 29)") == 3
+    assert cr.value("balanced_digits([8], 3, 3).ravel().tolist()") == [
+        -1,
+        0,
+        1,
+    ]
+    got = cr.value("balanced_digits(np.arange(-60, 61), 11, 2).tolist()")
+    for n, (d0, d1) in zip(
+        range(-60, 61), zip(*got, strict=True), strict=True
+    ):
+        assert d0 + 11 * d1 == n and max(abs(d0), abs(d1)) <= 5
+
+
+def test_kary_variance_matches_an_independent_simulation(cr):
+    """kary_running_counts adds Laplace(h / epsilon) to each node: the
+    measured error variance per day is 2 (h / eps)^2 sum |d_j| (written
+    out here), and kary_error_variance says the same. A wrong scale or
+    epsilon for 2 epsilon moves the measured mean by a factor 4 or 1/4."""
+    horizon, k, eps, runs = 40, 3, 0.5, 4000
+    cr.inject(
+        f"_x = np.random.default_rng(5).integers(0, 9, {horizon})\n"
+        f"_err = kary_running_counts(_x, {eps}, np.random.default_rng(6),"
+        f" k={k}, runs={runs}) - np.cumsum(_x)"
+    )
+    h = 4  # (3^4 - 1) / 2 = 40
+    formula = np.array(
+        [
+            2 * (h / eps) ** 2 * sum(abs(d) for d in balanced_by_hand(t, k))
+            for t in range(1, horizon + 1)
+        ]
+    )
+    assert cr.value(
+        f"kary_error_variance({horizon}, {k}, {eps}).tolist()"
+    ) == pytest.approx(formula.tolist(), rel=1e-12)
+    measured = np.array(cr.value("_err.var(axis=0).tolist()"))
+    assert abs(cr.value("float(_err.mean())")) < 0.5
+    # mean over 40 days of 4000-run variances: relative sd well under 2%
+    assert measured.mean() / formula.mean() == pytest.approx(1, abs=0.05)
+
+
+def test_kary_choice_and_asymptotic_constant(cr):
+    """The best odd k for the year is found over every odd k (brute
+    force over the digits here); the constant (k^2 - 1) / (2k ln^3 k) is
+    the mean |digit| (k^2 - 1) / (4k) of uniform digits times 2 / ln^3 k,
+    smallest at k = 19 over odd k, and about 4.05 times below the
+    bottom-up binary tree's 1 / (2 ln^3 2)."""
+    days = np.arange(1, 366)
+
+    def mean_variance(k):
+        h = next(h for h in range(1, 40) if (k**h - 1) // 2 >= 365)
+        terms = [sum(abs(d) for d in balanced_by_hand(t, k)) for t in days]
+        return 2 * h**2 * np.mean(terms)
+
+    means = {k: mean_variance(k) for k in range(3, 45, 2)}
+    best = min(means, key=means.get)
+    assert cr.value("BEST_K") == best == 29
+    assert glued_here()["cont_kary_rmse"] == pytest.approx(
+        np.sqrt(means[29]), rel=1e-12
+    )
+    # uniform digits over all of -(k^h - 1) / 2 .. (k^h - 1) / 2
+    for k in (3, 5, 19):
+        full = cr.value(
+            f"np.abs(balanced_digits(np.arange(-({k}**3 - 1) // 2,"
+            f" ({k}**3 - 1) // 2 + 1), {k}, 3)).mean()"
+        )
+        assert full == pytest.approx((k * k - 1) / (4 * k), rel=1e-12)
+    constant = {
+        k: (k * k - 1) / (2 * k * np.log(k) ** 3) for k in range(3, 99, 2)
+    }
+    assert min(constant, key=constant.get) == 19
+    assert glued_here()["cont_kary_asym_k"] == 19
+    ratio = glued_here()["cont_kary_asym_ratio"]
+    assert ratio == pytest.approx(1 / (2 * np.log(2) ** 3) / constant[19])
+    assert ratio == pytest.approx(4.05, abs=0.01)
+
+
+@pytest.mark.parametrize("horizon", [1, 2, 3, 5, 10, 100, 365])
+def test_smooth_binary_adds_up_with_d_over_2_nodes_every_day(cr, horizon):
+    """Leaves are the smallest d-bit numbers with d / 2 one-bits (listed
+    here by brute force); B @ C = A; every day adds exactly d / 2 nodes;
+    an event lies in at most d / 2 of them (L2 norm at most sqrt(d / 2))."""
+    depth = next(d for d in range(2, 60, 2) if comb(d, d // 2) >= horizon + 1)
+    assert cr.value(f"smooth_depth({horizon})") == depth
+    leaves = [x for x in range(2**depth) if bin(x).count("1") == depth // 2]
+    assert (
+        cr.value(f"smooth_leaves({horizon}).tolist()") == leaves[: horizon + 1]
+    )
+    cr.inject(f"_B, _C = smooth_factors({horizon})")
+    assert cr.value(
+        f"bool(np.array_equal(_B @ _C, np.tril(np.ones(({horizon},) * 2))))"
+    )
+    assert cr.value("np.unique(_B.sum(axis=1)).tolist()") == [depth // 2]
+    assert cr.value("float((_C**2).sum(axis=0).max())") <= depth // 2
+
+
+def test_smooth_binary_error_is_the_same_on_every_day(cr):
+    """With normal noise of sd sigma per node, each day's error has
+    variance (d / 2) sigma^2: measured here on a short stream, and the
+    glued year's sd is sqrt(6) * sqrt(5) * SIGMA_UNIT (d = 12; the top
+    node is never used for 365 days, so the L2 sensitivity is sqrt(5))."""
+    horizon, sigma, runs = 20, 2.0, 4000
+    cr.inject(
+        f"_B, _C = smooth_factors({horizon})\n"
+        f"_x = np.random.default_rng(7).integers(0, 9, {horizon})\n"
+        f"_err = factorization_running_counts(_x, _B, _C, {sigma},"
+        f" np.random.default_rng(8), runs={runs}) - np.cumsum(_x)"
+    )
+    depth = cr.value(f"smooth_depth({horizon})")
+    measured = np.array(cr.value("_err.var(axis=0).tolist()"))
+    assert measured.mean() == pytest.approx(depth / 2 * sigma**2, rel=0.05)
+    assert measured.max() / measured.min() < 1.3  # flat, up to sampling
+    assert cr.value("smooth_depth(365)") == 12
+    assert cr.value("round(smooth_l2 ** 2, 9)") == 5
+    assert comb(11, 6) >= 366  # days 1..365 need no top bit
+    sigma_unit = cr.value("SIGMA_UNIT")
+    assert glued_here()["cont_smooth_sd"] == pytest.approx(
+        np.sqrt(6) * np.sqrt(5) * sigma_unit, rel=1e-12
+    )
+
+
+def test_laplace_tail_bound_is_a_bound_and_chernoffs_best(cr):
+    """For one Laplace noise Pr[|X| >= a] = exp(-a / b) exactly; for
+    n = 4 and 9, 200,000 draws estimate it: the bound is above both. It is
+    also the minimum over lambda of 2 exp(-lambda a) (1 - lambda^2
+    b^2)^(-n), the Chernoff bound (a grid here)."""
+    b = 1.5
+    for n, a in ((1, 2.0), (1, 8.0), (4, 5.0), (4, 12.0), (9, 30.0)):
+        bound = cr.value(f"float(laplace_sum_tail({a}, {n}, {b}))")
+        lam = np.linspace(1e-4, 1 - 1e-4, 20001) / b
+        grid = np.min(2 * np.exp(-lam * a) * (1 - (lam * b) ** 2) ** (-n))
+        assert bound == pytest.approx(min(grid, 1.0), rel=1e-6)
+        if n == 1:
+            assert bound >= np.exp(-a / b)
+        draws = np.random.default_rng(n).laplace(0, b, (200_000, n))
+        tail = np.mean(np.abs(draws.sum(axis=1)) >= a)
+        assert bound >= tail - 3 * np.sqrt(tail / 2e5 + 1e-12)
+    # far in the tail the bound is within a small factor of the truth
+    assert (
+        cr.value("float(laplace_sum_tail(8.0, 1, 1.5))")
+        < 4 * np.exp(-8 / 1.5) * 8
+    )
+
+
+def test_max_error_bounds_solve_the_union_bound(cr):
+    """laplace_max_error_bound returns the a at which the daily bounds add
+    up to beta; gaussian_max_error_bound, with equal sds, is sd times the
+    normal quantile at 1 - beta / (2T)."""
+    a = cr.value("laplace_max_error_bound([1, 2, 3, 1], 2.0, 0.1)")
+    total = cr.value(f"float(laplace_sum_tail({a}, [1, 2, 3, 1], 2.0).sum())")
+    assert total == pytest.approx(0.1, rel=1e-9)
+    for sds, beta in (([3.0], 0.05), ([2.0] * 365, 0.05)):
+        got = cr.value(f"gaussian_max_error_bound({sds}, {beta})")
+        expected = sds[0] * stats.norm.isf(beta / (2 * len(sds)))
+        assert got == pytest.approx(expected, rel=1e-9)
+    got = cr.value("gaussian_max_error_bound([1.0, 4.0], 0.05)")
+    total = 2 * (stats.norm.sf(got / 1.0) + stats.norm.sf(got / 4.0))
+    assert total == pytest.approx(0.05, rel=1e-9)
+
+
+def test_matched_table_by_hand(cr):
+    """Each row of the table at (1, 1e-6), recomputed from the formulas
+    written out here: the k-ary tree at pure epsilon 1 (h = 2, k = 29),
+    the Gaussian tree (L2 sensitivity sqrt(9)), the smooth binary
+    mechanism (variance 6 * 5 * SIGMA_UNIT^2 every day); every bound
+    holds on the runs, and delta_cross is where the square root's RMSE,
+    recalibrated, equals the k-ary tree's."""
+    sigma = cr.value("SIGMA_UNIT")
+    days = np.arange(1, 366)
+    popcount = np.array([bin(t).count("1") for t in days])
+    terms = np.array(
+        [sum(abs(d) for d in balanced_by_hand(t, 29)) for t in days]
+    )
+    expected = {
+        "kary": np.sqrt(np.mean(2 * 2**2 * terms)),
+        "tree": np.sqrt(np.mean(2 * 81 * popcount)),
+        "gtree": sigma * np.sqrt(np.mean(9 * popcount)),
+        "smooth": sigma * np.sqrt(30),
+        "inc": np.sqrt(np.mean(2 * days)),
+    }
+    for key, value in expected.items():
+        assert glued_here()[f"cont_matched_{key}_rmse"] == pytest.approx(
+            value, rel=1e-12
+        )
+    assert glued_here()["cont_matched_kary_worst"] == pytest.approx(
+        np.sqrt(8 * terms.max()), rel=1e-12
+    )
+    # the k-ary bound, from the Chernoff formula written out here
+    bound = glued_here()["cont_matched_kary_bound"]
+    n = terms.astype(float)
+    u = (np.sqrt((2 * n) ** 2 + bound**2) - 2 * n) / bound
+    union = np.sum(2 * np.exp(-u * bound / 2) * (1 - u**2) ** (-n))
+    assert union == pytest.approx(0.05, rel=1e-8)
+    for key in ("inc", "tree", "kary", "gtree", "smooth", "sqrt"):
+        assert 0 <= glued_here()[f"cont_matched_{key}_share"] <= 0.05
+        assert (
+            glued_here()[f"cont_matched_{key}_measured"]
+            < (glued_here()[f"cont_matched_{key}_bound"])
+        )
+    delta = glued_here()["cont_delta_cross"]
+
+    def exact_delta(s):
+        return stats.norm.cdf(0.5 / s - s) - np.exp(1) * stats.norm.cdf(
+            -0.5 / s - s
+        )
+
+    sigma_at = optimize.brentq(lambda s: exact_delta(s) - delta, 0.5, 50)
+    sqrt_rmse = glued_here()["cont_matched_sqrt_rmse"] / sigma * sigma_at
+    assert sqrt_rmse == pytest.approx(expected["kary"], rel=1e-8)
+    assert 1e-6 < delta < 1e-4
+
+
+@pytest.mark.parametrize(
+    "mechanism",
+    [
+        "kary_running_counts(_d, 1.0, rng)",
+        "kary_running_counts(_d, 1.0, rng, k=7, runs=2)[0]",
+        "factorization_running_counts(_d, *smooth_factors(5), 1.0, rng)",
+    ],
+)
+@pytest.mark.parametrize(
+    "stream",
+    [
+        "daily_counts([], 5)",  # no events at all
+        "[1, np.nan, 2, 0, 4]",  # one missing record
+        "[1, -7, 2, 0, 4]",  # one out-of-range record
+        "[1, 'x', 2, 0, 4]",  # one non-numeric record
+    ],
+)
+def test_new_counters_release_on_any_data(cr, mechanism, stream):
+    """By the book's data rule no record makes the new counters raise."""
+    cr.inject(f"_d = {stream}")
+    released = cr.value(f"np.asarray({mechanism}).tolist()")
+    assert len(released) == 5 and np.all(np.isfinite(released))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "kary_levels(10, 4)",
+        "kary_levels(10, 1)",
+        "kary_levels(10, 3.0)",
+        "kary_levels(0, 3)",
+        "kary_factors(10, 2)",
+        "balanced_digits([100], 3, 2)",
+        "kary_running_counts([1, 2], 0, rng)",
+        "kary_running_counts([1, 2], 1.0, rng, k=4)",
+        "kary_error_variance(10, 3, -1.0)",
+        "smooth_depth(0)",
+        "smooth_factors(2.5)",
+        "laplace_max_error_bound([1, 2], 1.0, 0)",
+        "laplace_max_error_bound([1, 2], 1.0, 1.5)",
+        "laplace_max_error_bound([1, 2], 0.0, 0.1)",
+        "gaussian_max_error_bound([1.0], 1.0)",
+    ],
+)
+def test_new_bad_arguments_raise_value_error(cr, call):
+    assert value_error_message(cr, call)
+
+
+def test_beyond_the_tree_prose_cites_and_states_its_sources():
+    text = markdown_text()
+    section = text[text.index("## Beyond the binary tree") :]
+    section = section[: section.index("## Streams without an end")]
+    for key in ("andersson2025count", "andersson2023smooth"):
+        assert key in section
+    assert "preprint" in section  # the factor 4 comes from arXiv v1
+    assert "union bound" in section and "Chernoff" in section
+    bib = (CHAPTERS_DIR.parent / "references.bib").read_text()
+    for key in ("andersson2025count", "andersson2023smooth"):
+        assert bib.count("{" + key + ",") == 1
+
+
+def test_beyond_the_tree_kernel_values_by_hand(cr):
+    """What the executed chapter computes (not only what it stored): the
+    asymptotic constants, the smooth mechanism's sigma (sqrt(5) per unit
+    for T = 365, d = 12), the Gaussian tree's simulated variance
+    (sd SIGMA_UNIT sqrt(L) per node) and delta_cross, each from its
+    formula written out here with its own analytic Gaussian."""
+    for k in (3, 19, 29):
+        assert cr.value(f"float(kary_constant({k}))") == pytest.approx(
+            (k * k - 1) / (2 * k * np.log(k) ** 3), rel=1e-12
+        )
+    assert cr.value("binary_constant") == pytest.approx(
+        1 / (2 * np.log(2) ** 3), rel=1e-12
+    )
+
+    def exact_delta(s, eps=1.0):
+        return stats.norm.cdf(0.5 / s - eps * s) - np.exp(
+            eps
+        ) * stats.norm.cdf(-0.5 / s - eps * s)
+
+    unit = optimize.brentq(lambda s: exact_delta(s) - 1e-6, 0.5, 50)
+    assert cr.value("SIGMA_UNIT") == pytest.approx(unit, rel=1e-9)
+    assert cr.value("float(sigma_smooth)") == pytest.approx(
+        np.sqrt(5) * unit, rel=1e-9
+    )
+    assert cr.value("float(smooth_sd)") == pytest.approx(
+        np.sqrt(30) * unit, rel=1e-9
+    )
+    # 2,000 runs over 365 days: the mean of the days' variances is within
+    # 2% of the formula's (a missing sqrt(L) would make it 9 times smaller)
+    measured = cr.value("float(gauss_tree_errors.var(axis=0).mean())")
+    popcount = np.array([bin(t).count("1") for t in range(1, 366)])
+    assert measured / (unit**2 * 9 * popcount.mean()) == pytest.approx(
+        1, abs=0.03
+    )
+    kary = cr.value(
+        'float(matched.loc[f"{BEST_K}-ary tree, Laplace", "RMSE"])'
+    )
+    sqrt_rmse = cr.value('float(matched.loc["square root, Gaussian", "RMSE"])')
+    cross = exact_delta(kary / (sqrt_rmse / unit))
+    assert cr.value("float(delta_cross)") == pytest.approx(cross, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "laplace_max_error_bound([], 1.0, 0.1)",
+        "laplace_max_error_bound([1, 0], 1.0, 0.1)",
+        "gaussian_max_error_bound([], 0.1)",
+        "gaussian_max_error_bound([1.0, 0.0], 0.1)",
+        "gaussian_max_error_bound([1.0, -2.0], 0.1)",
+        "gaussian_max_error_bound([1.0, np.inf], 0.1)",
+    ],
+)
+def test_max_error_bounds_reject_bad_terms_and_sds(cr, call):
+    """The number of noises per day and the sds are arguments: an empty
+    list, a day without noise or a non-positive sd is a clear ValueError."""
+    assert value_error_message(cr, call)
+
+
+def test_smooth_prose_says_the_paper_calibrates_to_sqrt_d_over_2():
+    """The chapter's sqrt(5) is a tighter calibration than the paper's
+    sqrt(d / 2), valid for this horizon: the prose must say so."""
+    text = markdown_text()
+    section = text[text.index("### The smooth binary mechanism") :]
+    section = section[: section.index("### How large is the largest error?")]
+    assert (
+        "authors' code" in section and "\\sqrt{d/2}$ for every $T$" in section
+    )

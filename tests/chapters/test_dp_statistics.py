@@ -948,3 +948,350 @@ def test_the_sample_size_exercise_states_the_precision_it_grades():
     assert "an answer within 5% of the smallest such $n$ is accepted" in (
         exercise
     )
+
+
+# --- Karwa and Vadhan's interval (issue 46) -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("n", "sigma", "epsilon"), [(10, 1.0, 1.0), (1000, 12.0, 0.3)]
+)
+def test_kv_widths_follow_the_algorithm(ns, n, sigma, epsilon):
+    """Range 4 sigma sqrt(ln(n / alpha_2)), Laplace scale = the range's
+    width over (epsilon / 2) n, half-width z sigma / sqrt(n) + b ln(1 /
+    alpha_1), with alpha split in thirds."""
+    alpha = 0.05
+    spread = 4 * sigma * np.sqrt(np.log(3 * n / alpha))
+    scale = 2 * spread / (epsilon / 2 * n)
+    half = stats.norm.isf(alpha / 6) * sigma / np.sqrt(n) + scale * np.log(
+        3 / alpha
+    )
+    assert ns["kv_widths"](n, sigma, epsilon, alpha) == pytest.approx(
+        (spread, scale, half), rel=1e-12
+    )
+
+
+def test_kv_mean_noise_has_the_stated_scale(ns):
+    """The released mean (the interval's midpoint) carries Laplace noise
+    of scale 2 * spread / (epsilon / 2 * n): its sd is sqrt(2) * scale."""
+    g = np.random.default_rng(5)
+    # n large enough that the histogram always finds the sample's bin
+    n, epsilon, runs = 400, 1.0, 5_000
+    sample = g.normal(0, 1, n)
+    values = np.broadcast_to(sample, (runs, n))
+    low, high, _ = ns["kv_intervals"](values, 1.0, 30.0, epsilon, g)
+    scale = ns["kv_widths"](n, 1.0, epsilon, 0.05)[1]
+    noise = (low + high) / 2 - sample.mean()
+    assert np.std(noise) == pytest.approx(np.sqrt(2) * scale, rel=0.05)
+    assert abs(np.mean(noise)) < 4 * np.sqrt(2) * scale / np.sqrt(runs)
+
+
+def test_kv_histogram_noise_has_sensitivity_two_at_half_epsilon(ns):
+    """22 values in bin 0, 18 in bin 1: bin 1 wins when the difference of
+    two Laplace(b) draws exceeds 4, b = 2 / (epsilon / 2); that happens
+    with probability exp(-t / b) (1 + t / (2 b)) / 2."""
+    g = np.random.default_rng(6)
+    epsilon, runs = 2.0, 20_000
+    sample = np.r_[np.zeros(22), np.ones(18)]
+    values = np.broadcast_to(sample, (runs, len(sample)))
+    _, _, center = ns["kv_intervals"](values, 1.0, 3.0, epsilon, g)
+    b, t = 2 / (epsilon / 2), 4
+    expected = np.exp(-t / b) * (1 + t / (2 * b)) / 2
+    share = np.mean(center == 1.0)
+    assert share == pytest.approx(expected, abs=4 * np.sqrt(expected / runs))
+
+
+def test_kv_union_bound_of_the_proof():
+    """With the center within (4 - sqrt 2) sigma sqrt(L) of mu, a value
+    outside the range is > sigma sqrt(2L) from mu: n times that two-sided
+    tail is at most alpha_2 = n e^-L."""
+    for n in (10, 1_000, 100_000):
+        log_term = np.log(n / (0.05 / 3))
+        gap = 4 * np.sqrt(log_term) - (4 - np.sqrt(2)) * np.sqrt(log_term)
+        assert gap == pytest.approx(np.sqrt(2 * log_term))
+        assert n * 2 * stats.norm.sf(gap) <= 0.05 / 3
+
+
+def test_kv_covers_at_least_the_nominal_level(ns):
+    table = ns["kv_table"].set_index(["method", "epsilon"])["coverage"]
+    kv = table.loc["Karwa-Vadhan"]
+    assert np.all(kv >= 0.95)
+    assert glued_value(STEM, "stats_kv_cover_min") == pytest.approx(kv.min())
+    # the bootstrap with the chapter's clip misses the target by a bias
+    narrow = table.loc[(f"percentile bootstrap, U={ns['HOURS_CAP']}", 1.0)]
+    se = np.sqrt(0.95 * 0.05 / ns["KV_RUNS"])
+    assert narrow < 0.95 - 4 * se
+    assert glued_value(STEM, "stats_kv_narrow_cover_1") == pytest.approx(
+        narrow
+    )
+
+
+def test_kv_clip_bias_is_the_clipped_normal_mean(ns):
+    mu, sigma, upper = ns["KV_MU"], ns["KV_SIGMA"], ns["HOURS_CAP"]
+    clipped, _ = integrate.quad(
+        lambda x: np.clip(x, 0, upper) * stats.norm.pdf(x, mu, sigma),
+        mu - 12 * sigma,
+        mu + 12 * sigma,
+        points=[0, upper],
+    )
+    assert glued_value(STEM, "stats_kv_clip_bias") == pytest.approx(
+        mu - clipped, rel=1e-6
+    )
+
+
+def test_kv_census_range_never_clamps_and_covers_the_raw_mean(ns):
+    census = ns["kv_census"]
+    assert np.all(census["runs that could clamp"] == 0)
+    assert glued_value(STEM, "stats_kv_census_clamp") == 0
+    kv = census.xs("Karwa-Vadhan", level="method")["covers raw mean"]
+    assert np.all(kv >= 0.95)
+    assert ns["KV_CENSUS_SIGMA"] >= glued_value(STEM, "stats_kv_census_sd")
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        "[]",
+        "[float('nan')] + list(range(30))",
+        "['forty'] + list(range(30))",
+        "[1e300] + list(range(30))",
+        "[None, pd.NA, -np.inf] + list(range(30))",
+    ],
+    ids=["empty", "nan", "non-numeric", "out-of-range", "missing"],
+)
+def test_kv_mean_interval_follows_the_data_rule(tb, values):
+    low, high = tb.value(
+        f"kv_mean_interval({values}, 10.0, 100.0, 1.0, "
+        "np.random.default_rng(1))"
+    )
+    assert np.isfinite(low) and np.isfinite(high) and low <= high
+    assert -100 <= low and high <= 100
+    if values == "[]":
+        assert (low, high) == (-100, 100)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "kv_mean_interval([1.0], 0, 10, 1, rng)",
+        "kv_mean_interval([1.0], 1, -10, 1, rng)",
+        "kv_mean_interval([1.0], 1, 10, 0, rng)",
+        "kv_mean_interval([1.0], 1, 10, 1, rng, alpha=1.5)",
+        "kv_mean_interval([1.0], 1, np.inf, 1, rng)",
+        "kv_mean_interval([1.0], 1e-9, 1, 1, rng)",
+    ],
+)
+def test_kv_rejects_bad_arguments(tb, call):
+    value_error_message(tb, call)
+
+
+def test_kv_needs_a_generator(tb):
+    with pytest.raises(TypeError):
+        tb.value("kv_mean_interval([1.0], 1, 10, 1, 7)")
+
+
+# --- AdaSSP (issue 46) ----------------------------------------------------
+
+
+def test_adassp_releases_have_the_stated_noise(ns):
+    """sd of each X^T X entry: sqrt(ln(6/delta)) / (eps / 3) * B_X^2; of
+    X^T y: ... * B_X * B_Y; the eigenvalue: same as X^T X, shifted down by
+    ln(6/delta) / (eps / 3) * B_X^2 (the floor at 0 does not bind here)."""
+    g = np.random.default_rng(7)
+    moments, epsilon, delta = ns["moments"], 1.0, 1e-6
+    release = ns["adassp_release"](moments, epsilon, delta, g, size=20_000)
+    unit = np.sqrt(np.log(6 / delta)) / (epsilon / 3)
+    xtx_noise = release["xtx"] - moments[:3, :3]
+    assert np.allclose(xtx_noise, np.swapaxes(xtx_noise, -1, -2))
+    for i, j in [(0, 0), (0, 1), (1, 2), (2, 2)]:
+        assert np.std(xtx_noise[:, i, j]) == pytest.approx(3 * unit, rel=0.03)
+    xty_noise = release["xty"] - moments[:3, 3]
+    assert np.std(xty_noise, axis=0) == pytest.approx(
+        np.full(3, np.sqrt(3) * unit), rel=0.03
+    )
+    smallest = np.linalg.eigvalsh(moments[:3, :3])[0]
+    shift = np.log(6 / delta) / (epsilon / 3) * 3
+    assert smallest - shift > 8 * 3 * unit  # so the floor never binds
+    assert np.mean(release["smallest"]) == pytest.approx(
+        smallest - shift, abs=4 * 3 * unit / np.sqrt(20_000)
+    )
+    assert np.std(release["smallest"]) == pytest.approx(3 * unit, rel=0.03)
+
+
+@pytest.mark.parametrize("epsilon", [0.1, 1.0])
+def test_adassp_ridge_follows_wang(ns, epsilon):
+    delta, rho, d = 1e-6, 0.05, 3
+    smallest = np.array([0.0, 50.0, 1e6])
+    release = {
+        "smallest": smallest,
+        "xtx": np.broadcast_to(np.eye(3) * 1e3, (3, 3, 3)),
+        "xty": np.ones((3, 3)),
+    }
+    _, ridge = ns["adassp_fit"](release, epsilon, delta, rho)
+    penalty = np.sqrt(d * np.log(6 / delta) * np.log(2 * d**2 / rho)) * 3
+    expected = np.maximum(penalty / (epsilon / 3) - smallest, 0)
+    assert ridge == pytest.approx(expected, rel=1e-12)
+
+
+def test_adassp_without_noise_is_least_squares(ns):
+    beta = ns["adassp_regression"](
+        ns["adult"]["Age"],
+        ns["adult"]["Education-Num"],
+        ns["adult"]["Hours per week"],
+        1e12,
+        0.5,
+        np.random.default_rng(8),
+    )
+    exact, _ = ns["ols_from_moments"](ns["moments"])
+    assert beta == pytest.approx(exact, rel=1e-6)
+
+
+def test_adassp_sensitivities_hold_for_any_row():
+    """Adding a row x in [0, 1]^3 (first entry 1) moves the smallest
+    eigenvalue of X^T X by between 0 and |x|^2 <= 3 and its entries on
+    and above the diagonal by at most |x|^2 in L2."""
+    g = np.random.default_rng(9)
+    upper = np.triu_indices(3)
+    for _ in range(500):
+        rows = np.c_[np.ones(5), g.random((5, 2))]
+        x = np.r_[1.0, g.random(2) * (g.random() < 0.5)]
+        before = rows.T @ rows
+        after = before + np.outer(x, x)
+        move = np.linalg.eigvalsh(after)[0] - np.linalg.eigvalsh(before)[0]
+        assert -1e-12 <= move <= x @ x + 1e-12 <= 3 + 1e-12
+        assert np.linalg.norm((after - before)[upper]) <= x @ x + 1e-12
+
+
+def test_adassp_exact_privacy(ns):
+    """Three Gaussian releases at sigma / Delta = sqrt(ln(6 / delta)) /
+    (eps / 3): exactly one at that ratio over sqrt(3) (Balle and Wang's
+    formula, written out here)."""
+    epsilon, delta = 1.0, 1e-6
+    a = np.sqrt(3) * (epsilon / 3) / np.sqrt(np.log(6 / delta))  # Delta/sigma
+    for e in (0.3, 0.6, 1.0):
+        exact = stats.norm.cdf(a / 2 - e / a) - np.exp(e) * stats.norm.cdf(
+            -a / 2 - e / a
+        )
+        assert ns["adassp_exact_delta"](e, epsilon, delta) == pytest.approx(
+            exact, rel=1e-9
+        )
+    glued_eps = glued_value(STEM, "stats_ada_exact_eps")
+    assert ns["adassp_exact_delta"](
+        glued_eps, epsilon, delta
+    ) == pytest.approx(delta, rel=1e-6)
+    assert glued_eps < epsilon
+    assert glued_value(STEM, "stats_ada_exact_delta") < delta
+
+
+@pytest.mark.parametrize(
+    ("age", "education", "hours"),
+    [
+        ("[]", "[]", "[]"),
+        ("[40, np.nan]", "[10, 12]", "[40, 45]"),
+        ("[40, 'old']", "[10, 12]", "[40, 45]"),
+        ("[40, 500]", "[10, 12]", "[40, 1e9]"),
+    ],
+    ids=["empty", "nan", "non-numeric", "out-of-range"],
+)
+def test_adassp_follows_the_data_rule(tb, age, education, hours):
+    beta = tb.value(
+        f"adassp_regression({age}, {education}, {hours}, 1.0, 1e-6, "
+        "np.random.default_rng(2))"
+    )
+    assert np.shape(beta) == (3,) and np.all(np.isfinite(beta))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "adassp_regression([40], [10], [40], 0, 1e-6, rng)",
+        "adassp_regression([40], [10], [40], 1, 0, rng)",
+        "adassp_regression([40], [10], [40], 1, 1.5, rng)",
+        "adassp_regression([40], [10], [40], 1, 1e-6, rng, rho=0)",
+        "adassp_release(moments, np.nan, 1e-6, rng)",
+    ],
+)
+def test_adassp_rejects_bad_arguments(tb, call):
+    value_error_message(tb, call)
+
+
+def test_adassp_needs_a_generator(tb):
+    with pytest.raises(TypeError):
+        tb.value("adassp_regression([40], [10], [40], 1, 1e-6, 3)")
+
+
+def test_adassp_comparison_is_glued_and_as_stated(ns):
+    table = ns["ada_table"]
+    pred = table["median prediction RMSE"]
+    # a median: the noisy moments' slope is heavy-tailed, and a mean
+    # square error over 500 runs would be set by the worst few
+    slope = table["median education slope error"]
+    # census, epsilon 1: the noisy moments win; at epsilon 0.1 AdaSSP wins
+    # (slope and predictions); on a 5% sample it wins by far at every epsilon
+    assert (
+        pred[("census", 1.0, "noisy moments")]
+        < pred[("census", 1.0, "AdaSSP")]
+    )
+    for column in (slope, pred):
+        assert (
+            column[("census", 0.1, "AdaSSP")]
+            < column[("census", 0.1, "noisy moments")]
+            < 3 * column[("census", 0.1, "AdaSSP")]
+        )
+    for epsilon in (0.1, 0.3, 1.0):
+        for column in (slope, pred):
+            assert (
+                2 * column[("5% sample", epsilon, "AdaSSP")]
+                < column[("5% sample", epsilon, "noisy moments")]
+            )
+    assert glued_value(STEM, "stats_ada_census_ssp_slope_01") == pytest.approx(
+        slope[("census", 0.1, "noisy moments")]
+    )
+    assert table.loc[("census", 1.0, "AdaSSP"), "median ridge"] == 0
+    assert glued_value(STEM, "stats_ada_census_ssp_pred_1") == pytest.approx(
+        pred[("census", 1.0, "noisy moments")]
+    )
+    ratio = np.sqrt(np.log(6 / 1e-6)) * 3 * 3 / (np.sqrt(2) * 10)
+    assert glued_value(STEM, "stats_ada_noise_ratio") == pytest.approx(ratio)
+
+
+def test_kv_states_which_neighbors_each_interval_protects():
+    """The census comparison mixes replace-one (Karwa-Vadhan, n public)
+    with the chapter's add/remove intervals: the page must say so and
+    give the conversion (add/remove eps is replace-one 2 eps)."""
+    import nbformat
+
+    from conftest import CHAPTERS_DIR
+
+    notebook = nbformat.read(CHAPTERS_DIR / f"{STEM}.ipynb", as_version=4)
+    prose = " ".join(
+        " ".join(c.source.split())
+        for c in notebook.cells
+        if c.cell_type == "markdown"
+    )
+    assert "$2\\varepsilon$-DP for replace-one" in prose
+    assert "keep their add/remove guarantee" in prose
+    # the theorem promises 1 - alpha - beta, not 1 - alpha
+    assert "as the theorem promises" not in prose
+
+
+def test_kv_one_record_moves_the_interval_by_at_most_width_over_n(ns):
+    """Replace-one privacy of the mean step rests on the clamp: with the
+    same noise, replacing one record (here by 1e6) moves the interval by
+    at most the range's width over n."""
+    first = np.random.default_rng(11).normal(0, 1, 1000)
+    second = first.copy()
+    second[0] = 1e6
+    found = [
+        ns["kv_intervals"](
+            v[None, :], 1.0, 10.0, 1.0, np.random.default_rng(5)
+        )
+        for v in (first, second)
+    ]
+    (low_1, high_1, center_1), (low_2, high_2, center_2) = found
+    assert center_1 == center_2 == 0
+    spread = ns["kv_widths"](1000, 1.0, 1.0, 0.05)[0]
+    assert -10 < low_1[0] < high_1[0] < 10  # not cut to (-R, R)
+    assert abs((low_1 + high_1) - (low_2 + high_2))[0] / 2 <= (
+        2 * spread / 1000 + 1e-12
+    )

@@ -58,15 +58,37 @@ def test_encode_bands_at_their_edges(tb):
     assert tb.value("_enc['Hours band'].tolist()") == [0, 1, 1, 2, 3, 3]
 
 
-def test_encode_rejects_values_outside_the_codebook(tb):
+def test_encode_follows_the_data_rule(tb):
+    """No record makes the encoding raise (an exception one record causes
+    is itself a release): a blank or non-numeric number falls in the
+    lowest band, a category outside the codebook (or blank) leaves its
+    record out, and an empty table encodes to no rows. Only a missing
+    column, the analyst's schema, raises."""
     tb.inject(
-        "_bad = adult.iloc[:3].copy(); _bad.loc[_bad.index[0], 'Race'] = 'Martian'"
+        """
+        _rows = adult.iloc[:5].copy()
+        _rows["Age"] = _rows["Age"].astype(object)
+        _rows.loc[_rows.index[0], "Race"] = "Martian"
+        _rows.loc[_rows.index[1], "Sex"] = None
+        _rows.loc[_rows.index[2], "Age"] = np.nan
+        _rows.loc[_rows.index[3], "Age"] = "forty"
+        _rows.loc[_rows.index[4], "Hours per week"] = 200
+        _enc = synth_encode(_rows)
+        """
     )
-    assert "codebook" in value_error_message(tb, "synth_encode(_bad)")
-    tb.inject("_blank = adult.iloc[:3].copy(); _blank['Age'] = np.nan")
-    assert "blank" in value_error_message(tb, "synth_encode(_blank)")
+    assert tb.value("_enc.index.tolist() == _rows.index[2:].tolist()")
+    assert tb.value("_enc['Age band'].tolist()[:2]") == [0, 0]
+    assert tb.value("int(_enc['Hours band'].iloc[-1])") == 3
+    assert tb.value("len(synth_encode(adult.iloc[:0]))") == 0
+    assert tb.value("list(synth_encode(adult.iloc[:0]).columns)") == (
+        tb.value("SYNTH_COLUMNS")
+    )
     assert "unknown column" in value_error_message(
         tb, "synth_encode(adult.drop(columns=['Sex']))"
+    )
+    # The schema check alone still refuses an empty table to an analysis.
+    assert "empty" in value_error_message(
+        tb, "require_columns(adult.iloc[:0], ['Age'])"
     )
 
 
