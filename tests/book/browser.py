@@ -78,7 +78,8 @@ AXE_OPTIONS = {
     "resultTypes": ["violations"],
     "preload": False,
 }
-# Every rule runs on every page once, in light mode at 1280 px (AXE_FULL).
+# Every rule runs on every page once, in light mode at 1280 px (the text of
+# code cells: code_contrast, below).
 # The other three looks of a page run only the rules whose outcome they can
 # change, which is what keeps axe-core's cost in `make test` small (its
 # colour rules are nine tenths of a run: they look at every piece of text):
@@ -101,8 +102,27 @@ SHOWN_RULES = [
     "aria-hidden-focus",
     "nested-interactive",
 ]
+# The text of code cells (input and output: div.highlight pre) is left out
+# of axe-core's color-contrast, which looks at every element with text one
+# at a time (5,000 to 11,000 tokens of Pygments a chapter, each its own
+# <span>: three fifths of the time of axe-core's colour rules). The same
+# promise is kept for them by code_contrast (CODE_CONTRAST): every distinct
+# combination of colour, backdrop and font size and weight the tokens show
+# meets 4.5:1 (3:1 for large text), in the same modes.
+CODE_TEXT = "div.highlight pre"
+CONTRAST_OUTSIDE_CODE = {"include": [["html"]], "exclude": [[CODE_TEXT]]}
+ONLY_CONTRAST = {
+    **AXE_OPTIONS,
+    "runOnly": {"type": "rule", "values": ["color-contrast"]},
+}
 AXE_RUNS = {
-    "1280 light": [(None, AXE_OPTIONS)],
+    "1280 light": [
+        (
+            None,
+            {**AXE_OPTIONS, "rules": {"color-contrast": {"enabled": False}}},
+        ),
+        (CONTRAST_OUTSIDE_CODE, ONLY_CONTRAST),
+    ],
     "1280 dark": [
         (
             None,
@@ -110,12 +130,15 @@ AXE_RUNS = {
                 **AXE_OPTIONS,
                 "runOnly": {
                     "type": "rule",
-                    "values": COLOUR_RULES + SHOWN_RULES,
+                    "values": ["link-in-text-block"] + SHOWN_RULES,
                 },
             },
-        )
+        ),
+        (CONTRAST_OUTSIDE_CODE, ONLY_CONTRAST),
     ],
 }
+# The modes whose axe-core runs leave code cells' text to code_contrast.
+CODE_CONTRAST_MODES = ("1280 light", "1280 dark")
 AXE_RUNS["390 light"] = AXE_RUNS["390 dark"] = [
     (
         None,
@@ -276,6 +299,82 @@ TEXT_CONTRAST = (
 }"""
     % {"min": MIN_CONTRAST}
 )
+
+# WCAG 1.4.3 for the text of code cells (axe-core leaves it out: CODE_TEXT):
+# every element of a code cell with text of its own, grouped by its colour,
+# the colour painted behind it (its own and its ancestors' backgrounds,
+# composited) and its font size and weight; each group's contrast, against
+# 3:1 for large text (24 px, or 18.66 px bold) and 4.5:1 for the rest, as
+# axe-core's color-contrast. Hidden tokens count too (a folded cell's code is
+# read once it is opened: sphinx-togglebutton folds it at opacity 0); a token
+# under an ancestor that is partly transparent is reported (its colours are
+# not the ones painted).
+CODE_CONTRAST = (
+    "selector => {"
+    + COLOUR_JS
+    + r"""
+  const opacities = new Map();
+  const opacity = el => {
+    if (!el) return 1;
+    let value = opacities.get(el);
+    if (value === undefined) {
+      value = Number(getComputedStyle(el).opacity) * opacity(el.parentElement);
+      opacities.set(el, value);
+    }
+    return value; };
+  const groups = new Map();
+  let elements = 0;
+  for (const pre of document.querySelectorAll(selector)) {
+    for (const el of [pre, ...pre.querySelectorAll('*')]) {
+      if (![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+      elements++;
+      const style = getComputedStyle(el);
+      const bg = backdrop(el);
+      const size = parseFloat(style.fontSize);
+      const weight = style.fontWeight === 'bold' ? 700 : Number(style.fontWeight) || 400;
+      // Opacity 0 is a folded cell (sphinx-togglebutton), read once opened.
+      const seen = opacity(el) || 1;
+      const key = [style.color, bg.join(), size, weight, seen].join('|');
+      let group = groups.get(key);
+      if (!group) {
+        group = {color: style.color, bg, size, weight, opacity: seen, count: 0,
+                 example: el.textContent.trim().slice(0, 30),
+                 where: el.tagName.toLowerCase() + (el.className ? '.' + [...el.classList].join('.') : '')};
+        groups.set(key, group);
+      }
+      group.count++;
+    }
+  }
+  const low = [];
+  for (const g of groups.values()) {
+    const fg = over(parse(g.color), g.bg);
+    const ratio = contrast(fg, g.bg);
+    const large = g.size >= 24 || (g.size >= 18.66 && g.weight >= 700);
+    const needed = large ? 3 : 4.5;
+    if (ratio < needed || g.opacity < 1)
+      low.push({fg: hex(fg), bg: hex(g.bg), size: g.size, weight: g.weight,
+                opacity: g.opacity, ratio: Math.round(ratio * 100) / 100, needed,
+                count: g.count, example: g.example, where: g.where});
+  }
+  return {elements, combinations: groups.size, low};
+}"""
+)
+
+
+def code_contrast(page) -> tuple[dict, list[str]]:
+    """CODE_CONTRAST on the page as it is shown now: what it measured
+    (elements, distinct combinations) and one line per combination below
+    WCAG's minimum, worded as axe-core's violations."""
+    found = page.evaluate(CODE_CONTRAST, CODE_TEXT)
+    lines = [
+        f"color-contrast (code cells): {low['count']} x {low['where']} "
+        f"(e.g. {low['example']!r}): contrast {low['ratio']} < "
+        f"{low['needed']} ({low['fg']} on {low['bg']}, {low['size']} px, "
+        f"weight {low['weight']}, opacity {low['opacity']})"
+        for low in found["low"]
+    ]
+    return found, lines
+
 
 # For every image: does it have transparent pixels, what is its darkest ink, and what does
 # the page paint behind it?  A transparent figure drawn for white paper (black ink) is only
@@ -624,6 +723,8 @@ def axe_violations(page, mode: str) -> list[str]:
     lines = []
     for context, options in AXE_RUNS[mode]:
         lines += page.evaluate(AXE_RUN, [context, options])
+    if mode in CODE_CONTRAST_MODES:
+        lines += code_contrast(page)[1]
     return lines
 
 
