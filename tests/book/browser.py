@@ -306,22 +306,12 @@ TEXT_CONTRAST = (
 # composited) and its font size and weight; each group's contrast, against
 # 3:1 for large text (24 px, or 18.66 px bold) and 4.5:1 for the rest, as
 # axe-core's color-contrast. Hidden tokens count too (a folded cell's code is
-# read once it is opened: sphinx-togglebutton folds it at opacity 0); a token
-# under an ancestor that is partly transparent is reported (its colours are
-# not the ones painted).
+# read once it is opened), at full opacity (sphinx-togglebutton fades a
+# folded cell to opacity 0 and back when it opens; the book dims no code).
 CODE_CONTRAST = (
     "selector => {"
     + COLOUR_JS
     + r"""
-  const opacities = new Map();
-  const opacity = el => {
-    if (!el) return 1;
-    let value = opacities.get(el);
-    if (value === undefined) {
-      value = Number(getComputedStyle(el).opacity) * opacity(el.parentElement);
-      opacities.set(el, value);
-    }
-    return value; };
   const groups = new Map();
   let elements = 0;
   for (const pre of document.querySelectorAll(selector)) {
@@ -332,12 +322,10 @@ CODE_CONTRAST = (
       const bg = backdrop(el);
       const size = parseFloat(style.fontSize);
       const weight = style.fontWeight === 'bold' ? 700 : Number(style.fontWeight) || 400;
-      // Opacity 0 is a folded cell (sphinx-togglebutton), read once opened.
-      const seen = opacity(el) || 1;
-      const key = [style.color, bg.join(), size, weight, seen].join('|');
+      const key = [style.color, bg.join(), size, weight].join('|');
       let group = groups.get(key);
       if (!group) {
-        group = {color: style.color, bg, size, weight, opacity: seen, count: 0,
+        group = {color: style.color, bg, size, weight, count: 0,
                  example: el.textContent.trim().slice(0, 30),
                  where: el.tagName.toLowerCase() + (el.className ? '.' + [...el.classList].join('.') : '')};
         groups.set(key, group);
@@ -351,9 +339,9 @@ CODE_CONTRAST = (
     const ratio = contrast(fg, g.bg);
     const large = g.size >= 24 || (g.size >= 18.66 && g.weight >= 700);
     const needed = large ? 3 : 4.5;
-    if (ratio < needed || g.opacity < 1)
+    if (ratio < needed)
       low.push({fg: hex(fg), bg: hex(g.bg), size: g.size, weight: g.weight,
-                opacity: g.opacity, ratio: Math.round(ratio * 100) / 100, needed,
+                ratio: Math.round(ratio * 100) / 100, needed,
                 count: g.count, example: g.example, where: g.where});
   }
   return {elements, combinations: groups.size, low};
@@ -370,7 +358,7 @@ def code_contrast(page) -> tuple[dict, list[str]]:
         f"color-contrast (code cells): {low['count']} x {low['where']} "
         f"(e.g. {low['example']!r}): contrast {low['ratio']} < "
         f"{low['needed']} ({low['fg']} on {low['bg']}, {low['size']} px, "
-        f"weight {low['weight']}, opacity {low['opacity']})"
+        f"weight {low['weight']})"
         for low in found["low"]
     ]
     return found, lines
