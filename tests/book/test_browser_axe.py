@@ -8,7 +8,10 @@ rule in light mode at 1280 px, in the other three looks the rules whose
 outcome that look can change (browser.AXE_RUNS); in the reader's edition
 during the page visits the other browser tests share (visits,
 phone_visits), in the student edition in a visit per page and width
-(student_visits). Every box of the article that scrolls is reached by the
+(student_visits). The text of code cells is left out of axe-core's
+color-contrast (thousands of tokens a page) and checked, in the same modes,
+by browser.code_contrast: each distinct colour, backdrop and font of their
+tokens. Every box of the article that scrolls is reached by the
 keyboard, at any overflow (axe-core lets 13 px pass), and a formula too
 wide for its column gets a tab stop and a name (_ext/scroll-stops.js). A public university in the US must make course material
 meet WCAG 2.1 AA (the ADA Title II rule): an instructor adopts the book
