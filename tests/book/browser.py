@@ -686,6 +686,12 @@ def switch_to_dark(page, theme: str = "dark") -> str:
         ):
             break
         button.first.click()
+    # The reader's pointer and focus move on: the button's tooltip, shown
+    # on hover and focus, fades out (axe-core once caught it mid-fade in,
+    # #595959 on #0d0d0d, on the intro in dark mode; SETTLED had run before
+    # its transition began).
+    page.mouse.move(0, 0)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
     return page.evaluate("document.documentElement.dataset.theme") or ""
 
 

@@ -225,6 +225,9 @@ WIDE_FORMULA = r"""async () => {
   div.textContent = '\\[\\mathrm{' + 'x'.repeat(40) + '}\\]';
   document.querySelector('#main-content section').append(div);
   await MathJax.typesetPromise([div]);
+  // MathJax's lazy typesetting (_ext/mathjax-first-screen.js) only marks it.
+  const doc = MathJax.startup.document;
+  if (doc.lazyTypesetAll) await doc.lazyTypesetAll();
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
 }"""
 FORMULA_BOXES = r"""() => [...document.querySelectorAll('div.math > mjx-container')]
