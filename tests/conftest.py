@@ -171,23 +171,6 @@ def html_build() -> subprocess.CompletedProcess:
     return once_per_run("html-build", lambda: build_book(ROOT))
 
 
-@pytest.fixture(scope="session")
-def student_build() -> subprocess.CompletedProcess:
-    """Build the student edition into _build/student once per test run
-    (its HTML in _build/student/_build/html; shared like html_build)."""
-    command = [
-        sys.executable,
-        str(ROOT / "scripts" / "make_student_edition.py"),
-        str(BUILD_DIR / "student"),
-    ]
-    return once_per_run(
-        "student-build",
-        lambda: subprocess.run(
-            command, capture_output=True, text=True, cwd=ROOT
-        ),
-    )
-
-
 # --- the book in a browser (tests/book/browser.py) ------------------------------------
 #
 # One server per session; each kind of page visit (every page at 1280 px,
@@ -230,11 +213,43 @@ def visits(site):
 
 @pytest.fixture(scope="session")
 def phone_visits(site):
-    """visit(page) -> Visit; every chapter is opened once per run on a
+    """visit(page) -> Visit; every page is opened once per run on a
     phone, on first use."""
-    from browser import CHAPTERS, cached_visits, phone_visit
+    from browser import PAGES, cached_visits, phone_visit
 
-    return cached_visits("browser-phone-visits", site, phone_visit, CHAPTERS)
+    return cached_visits("browser-phone-visits", site, phone_visit, PAGES)
+
+
+STUDENT_DIR = BUILD_DIR / "student"
+
+
+@pytest.fixture(scope="session")
+def student_build() -> subprocess.CompletedProcess:
+    """The student edition (scripts/make_student_edition.py) built into
+    _build/student once per test run (shared by the pytest-xdist workers)."""
+    command = [
+        sys.executable,
+        str(ROOT / "scripts" / "make_student_edition.py"),
+        str(STUDENT_DIR),
+    ]
+    return once_per_run(
+        "student-build",
+        lambda: subprocess.run(
+            command, capture_output=True, text=True, cwd=ROOT
+        ),
+    )
+
+
+@pytest.fixture(scope="session")
+def student_visits(student_build):
+    """visit(page) -> Visit: every page of the student edition, served on
+    its own, checked by axe-core once per run (browser.axe_visit)."""
+    from browser import STUDENT_PAGES, axe_visit, cached_visits, serve
+
+    with serve(student_build, STUDENT_DIR / "_build" / "html") as url:
+        yield cached_visits(
+            "browser-student-visits", url, axe_visit, STUDENT_PAGES
+        )
 
 
 # --- running a chapter's own functions ------------------------------------------------

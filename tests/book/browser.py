@@ -7,7 +7,12 @@ leave 127.0.0.1 is recorded and aborted, so the book must work offline
 (visit_page): checked in light mode, then switched to dark mode with the
 theme button of the header, like a reader would, and last its interactive
 figures (dials) are moved; each chapter is opened once more on a phone
-(390 px, touch; phone_visit) for its inline math and its dials. The tests
+(390 px, touch; phone_visit) for its inline math and its dials. Every
+page is checked by axe-core (WCAG 2.1 A and AA rules) in each mode and
+width it is seen in: light and dark at 1280 px, light and dark on a phone
+(axe_violations: every rule once, then the rules each other look can
+change, AXE_RUNS); the student edition gets the same four checks in a
+visit per page at each width (axe_visit). The tests
 assert on what those visits recorded, so a failure names the page and the
 check. Each kind of visit is made once per test run, whichever test file
 or pytest-xdist worker asks first (cached_visits; the fixtures `visits`
@@ -53,18 +58,108 @@ INTRO = PAGES[0]
 RUN_PAGE = "run-it-yourself"  # where the book offers its data set
 # Chapter pages are the notebooks of the toc: they offer their .ipynb for download.
 CHAPTERS = [page for page in PAGES if (ROOT / f"{page}.ipynb").exists()]
+# The student edition's pages: the book's less the instructors' page
+# (TEACHER_PAGES of scripts/make_student_edition.py).
+STUDENT_PAGES = [page for page in PAGES if page != "instructors"]
 MIN_CONTRAST = 4.5  # WCAG AA for body text
 TIMEOUT_MS = 20_000
 # Pages are visited by this many browsers at once (one per core, at most two).
 WORKERS = max(1, min(2, os.cpu_count() or 1))
 PHONE = {"width": 390, "height": 844}
+# axe-core's rules for WCAG 2.0 and 2.1, levels A and AA. Without the
+# preload of the stylesheets: axe-core 4.12.1 fetches a stylesheet's
+# relative @import against the page's URL, not the sheet's (axe-core issue
+# 5268: the theme's `@import "../basic.css"` becomes a 404 and a console
+# error); only css-orientation-lock needs it, and test_browser_axe checks
+# instead that no stylesheet of the site has an orientation query.
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+AXE_OPTIONS = {
+    "runOnly": {"type": "tag", "values": WCAG_TAGS},
+    "resultTypes": ["violations"],
+    "preload": False,
+}
+# Every rule runs on every page once, in light mode at 1280 px (the text of
+# code cells: code_contrast, below).
+# The other three looks of a page run only the rules whose outcome they can
+# change, which is what keeps axe-core's cost in `make test` small (its
+# colour rules are nine tenths of a run: they look at every piece of text):
+# - dark mode changes the colours, and which images and icons the theme
+#   shows (.only-dark): the colour rules and those of images and names;
+# - a phone changes the layout (what scrolls, what the header shows: its
+#   buttons, the sidebars as dialogs) but not the colours of the article:
+#   every rule but the colour rules, and the colour rules on what is not
+#   the article (header, navigation, footer).
+COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+SHOWN_RULES = [
+    "image-alt",
+    "input-image-alt",
+    "role-img-alt",
+    "svg-img-alt",
+    "object-alt",
+    "button-name",
+    "input-button-name",
+    "link-name",
+    "aria-hidden-focus",
+    "nested-interactive",
+]
+# The text of code cells (input and output: div.highlight pre) is left out
+# of axe-core's color-contrast, which looks at every element with text one
+# at a time (5,000 to 11,000 tokens of Pygments a chapter, each its own
+# <span>: three fifths of the time of axe-core's colour rules). The same
+# promise is kept for them by code_contrast (CODE_CONTRAST): every distinct
+# combination of colour, backdrop and font size and weight the tokens show
+# meets 4.5:1 (3:1 for large text), in the same modes.
+CODE_TEXT = "div.highlight pre"
+CONTRAST_OUTSIDE_CODE = {"include": [["html"]], "exclude": [[CODE_TEXT]]}
+ONLY_CONTRAST = {
+    **AXE_OPTIONS,
+    "runOnly": {"type": "rule", "values": ["color-contrast"]},
+}
+AXE_RUNS = {
+    "1280 light": [
+        (
+            None,
+            {**AXE_OPTIONS, "rules": {"color-contrast": {"enabled": False}}},
+        ),
+        (CONTRAST_OUTSIDE_CODE, ONLY_CONTRAST),
+    ],
+    "1280 dark": [
+        (
+            None,
+            {
+                **AXE_OPTIONS,
+                "runOnly": {
+                    "type": "rule",
+                    "values": ["link-in-text-block"] + SHOWN_RULES,
+                },
+            },
+        ),
+        (CONTRAST_OUTSIDE_CODE, ONLY_CONTRAST),
+    ],
+}
+# The modes whose axe-core runs leave code cells' text to code_contrast.
+CODE_CONTRAST_MODES = ("1280 light", "1280 dark")
+AXE_RUNS["390 light"] = AXE_RUNS["390 dark"] = [
+    (
+        None,
+        {
+            **AXE_OPTIONS,
+            "rules": {rule: {"enabled": False} for rule in COLOUR_RULES},
+        },
+    ),
+    (
+        {"include": [["body"]], "exclude": [[".bd-article"]]},
+        {**AXE_OPTIONS, "runOnly": {"type": "rule", "values": COLOUR_RULES}},
+    ),
+]
 
 
 # --------------------------------------------------------------------------------------
 # JavaScript run inside the page
 # --------------------------------------------------------------------------------------
 
-# Waits until MathJax (if the page loads it) has typeset the page and the fonts are in.
+# Waits until MathJax (if the page loads it) has typeset the page and the fonts are in,
+# and two frames are drawn (the tab stops of boxes that scroll: _ext/scroll-stops.js).
 # MathJax typesets the first screen first, the rest while the browser is idle
 # (_ext/mathjax-first-screen.js); here the rest is typeset at once, as for print
 # (bookTypesetAllMath; at most 60 s: a formula left untypeset is then reported by
@@ -79,6 +174,7 @@ WAIT_FOR_RENDERING = """async () => {
   }
   await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
   if (document.fonts) { await document.fonts.ready; }
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
 }"""
 
 # Text of the page outside code and rendered math, one line per block element, plus
@@ -203,6 +299,70 @@ TEXT_CONTRAST = (
 }"""
     % {"min": MIN_CONTRAST}
 )
+
+# WCAG 1.4.3 for the text of code cells (axe-core leaves it out: CODE_TEXT):
+# every element of a code cell with text of its own, grouped by its colour,
+# the colour painted behind it (its own and its ancestors' backgrounds,
+# composited) and its font size and weight; each group's contrast, against
+# 3:1 for large text (24 px, or 18.66 px bold) and 4.5:1 for the rest, as
+# axe-core's color-contrast. Hidden tokens count too (a folded cell's code is
+# read once it is opened), at full opacity (sphinx-togglebutton fades a
+# folded cell to opacity 0 and back when it opens; the book dims no code).
+CODE_CONTRAST = (
+    "selector => {"
+    + COLOUR_JS
+    + r"""
+  const groups = new Map();
+  let elements = 0;
+  for (const pre of document.querySelectorAll(selector)) {
+    for (const el of [pre, ...pre.querySelectorAll('*')]) {
+      if (![...el.childNodes].some(n => n.nodeType === 3 && n.textContent.trim())) continue;
+      elements++;
+      const style = getComputedStyle(el);
+      const bg = backdrop(el);
+      const size = parseFloat(style.fontSize);
+      const weight = style.fontWeight === 'bold' ? 700 : Number(style.fontWeight) || 400;
+      const key = [style.color, bg.join(), size, weight].join('|');
+      let group = groups.get(key);
+      if (!group) {
+        group = {color: style.color, bg, size, weight, count: 0,
+                 example: el.textContent.trim().slice(0, 30),
+                 where: el.tagName.toLowerCase() + (el.className ? '.' + [...el.classList].join('.') : '')};
+        groups.set(key, group);
+      }
+      group.count++;
+    }
+  }
+  const low = [];
+  for (const g of groups.values()) {
+    const fg = over(parse(g.color), g.bg);
+    const ratio = contrast(fg, g.bg);
+    const large = g.size >= 24 || (g.size >= 18.66 && g.weight >= 700);
+    const needed = large ? 3 : 4.5;
+    if (ratio < needed)
+      low.push({fg: hex(fg), bg: hex(g.bg), size: g.size, weight: g.weight,
+                ratio: Math.round(ratio * 100) / 100, needed,
+                count: g.count, example: g.example, where: g.where});
+  }
+  return {elements, combinations: groups.size, low};
+}"""
+)
+
+
+def code_contrast(page) -> tuple[dict, list[str]]:
+    """CODE_CONTRAST on the page as it is shown now: what it measured
+    (elements, distinct combinations) and one line per combination below
+    WCAG's minimum, worded as axe-core's violations."""
+    found = page.evaluate(CODE_CONTRAST, CODE_TEXT)
+    lines = [
+        f"color-contrast (code cells): {low['count']} x {low['where']} "
+        f"(e.g. {low['example']!r}): contrast {low['ratio']} < "
+        f"{low['needed']} ({low['fg']} on {low['bg']}, {low['size']} px, "
+        f"weight {low['weight']})"
+        for low in found["low"]
+    ]
+    return found, lines
+
 
 # For every image: does it have transparent pixels, what is its darkest ink, and what does
 # the page paint behind it?  A transparent figure drawn for white paper (black ink) is only
@@ -367,6 +527,12 @@ class Visit:
     # At phone width: inline formulas found, and those clipped.
     inline_math: int = 0
     clipped_math: list = field(default_factory=list)
+    # axe-core's violations per mode ("1280 light", "390 dark", ...), and
+    # the page's layout on a phone (PHONE_LAYOUT).
+    axe: dict = field(default_factory=dict)
+    phone_layout: dict = field(default_factory=dict)
+    # At 1280 px: boxes that scroll but no keyboard reaches (UNREACHABLE_SCROLL).
+    unreachable_scroll: list = field(default_factory=list)
 
 
 def _stay_local(context, base_url: str, recorder: Visit) -> None:
@@ -509,17 +675,101 @@ def mostly_dark(path: Path) -> bool:
     return ImageStat.Stat(grey).median[0] < DARK_MEDIAN
 
 
-def switch_to_dark(page) -> str:
-    """Click the theme button like a reader until the page is dark (it cycles auto/dark/light)."""
-    button = page.locator(".theme-switch-button")
+def switch_to_dark(page, theme: str = "dark") -> str:
+    """Click the theme button like a reader until the page is dark (it cycles auto/dark/light),
+    or `theme`; on a phone, the button that shows."""
+    button = page.locator(".theme-switch-button:visible")
     for _ in range(3):
         if (
-            page.evaluate("document.documentElement.dataset.theme") == "dark"
+            page.evaluate("document.documentElement.dataset.theme") == theme
             or not button.count()
         ):
             break
         button.first.click()
+    # The reader's pointer and focus move on: the button's tooltip, shown
+    # on hover and focus, fades out (axe-core once caught it mid-fade in,
+    # #595959 on #0d0d0d, on the intro in dark mode; SETTLED had run before
+    # its transition began).
+    page.mouse.move(0, 0)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
     return page.evaluate("document.documentElement.dataset.theme") or ""
+
+
+AXE_RUN = """async ([context, options]) => {
+  const found = await axe.run(context || document, options);
+  return found.violations.map(rule => rule.nodes.map(node => {
+    const checks = [...node.any, ...node.all, ...node.none];
+    return `${rule.id} (${rule.impact}): ${node.target.join(' ')}: `
+        + (checks.length ? checks[0].message : rule.help);
+  })).flat();
+}"""
+
+
+def axe_violations(page, mode: str) -> list[str]:
+    """What axe-core finds on the page as it is shown now, in `mode`
+    ("1280 light", "390 dark", ...: the rules of AXE_RUNS[mode]): one line
+    per element, "rule (impact): element: what is wrong". axe-core is put
+    into the page once (it stays there when the theme switches)."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    if not page.evaluate("typeof window.axe === 'object'"):
+        page.evaluate(Axe().axe_script)
+    lines = []
+    for context, options in AXE_RUNS[mode]:
+        lines += page.evaluate(AXE_RUN, [context, options])
+    if mode in CODE_CONTRAST_MODES:
+        lines += code_contrast(page)[1]
+    return lines
+
+
+# Boxes of the article that scroll (overflow auto or scroll, their content
+# larger than the box by any amount) but that a keyboard cannot reach: not
+# focusable and holding nothing focusable (WCAG 2.1.1; stricter than
+# axe-core's scrollable-region-focusable, which lets 13 px pass).
+UNREACHABLE_SCROLL = r"""() => {
+  const FOCUSABLE = 'a[href], button, input, select, textarea, summary, '
+      + '[tabindex]:not([tabindex="-1"])';
+  const out = [];
+  for (const e of document.querySelectorAll('#main-content *')) {
+    const s = getComputedStyle(e);
+    const x = ['auto', 'scroll'].includes(s.overflowX) && e.scrollWidth > e.clientWidth;
+    const y = ['auto', 'scroll'].includes(s.overflowY) && e.scrollHeight > e.clientHeight;
+    if (!(x || y) || !e.checkVisibility({checkVisibilityCSS: true})) continue;
+    if (e.tabIndex >= 0 || e.querySelector(FOCUSABLE)) continue;
+    const section = e.closest('section');
+    out.push((section ? section.id : '?') + ': ' + e.tagName.toLowerCase() + '.'
+             + String(e.className).split(' ')[0] + ' scrolls by '
+             + (e.scrollWidth - e.clientWidth) + ' x ' + (e.scrollHeight - e.clientHeight)
+             + ' px: ' + e.textContent.trim().slice(0, 40));
+  }
+  return out;
+}"""
+
+
+# On a phone: how wide the page lays out (a page wider than the screen
+# scrolls sideways), where the title ends, and inline code cut by its box
+# (the "Run this chapter yourself" box clipped long file names).
+PHONE_LAYOUT = (
+    r"""() => {
+  const h1 = [...document.querySelectorAll('#main-content h1')]
+      .find(h => h.checkVisibility());
+  const cut = [];
+  for (const code of document.querySelectorAll('#main-content code.literal')) {
+    if (!code.checkVisibility({checkVisibilityCSS: true})) continue;
+    const box = code.closest('p, li, td, dd, .admonition');
+    if (!box) continue;
+    const limit = box.getBoundingClientRect().right;
+    const right = Math.max(...[...code.getClientRects()].map(r => r.right));
+    if (right > limit + 1) cut.push(Math.round(right - limit) + ' px: ' + code.textContent);
+  }
+  return {width: document.documentElement.scrollWidth,
+          titleBottom: h1 ? Math.round(h1.getBoundingClientRect().bottom) : 0,
+          titleSize: h1 ? parseFloat(getComputedStyle(h1).fontSize) : 0,
+          cutCode: cut, unreachable: ("""
+    + UNREACHABLE_SCROLL
+    + """)()};
+}"""
+)
 
 
 def visit_page(browser, base_url: str, page_name: str) -> Visit:
@@ -533,6 +783,8 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
         page.evaluate(WAIT_FOR_RENDERING)
         recorder.facts = page.evaluate(COLLECT)
         recorder.head = page.evaluate(HEAD)
+        recorder.axe["1280 light"] = axe_violations(page, "1280 light")
+        recorder.unreachable_scroll = page.evaluate(UNREACHABLE_SCROLL)
         # Code and displayed math that do not fit the page at 1280 px.
         recorder.wide_code = page.locator("div.cell_input pre").evaluate_all(
             WIDE_CODE
@@ -573,6 +825,7 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
         if recorder.dark_theme == "dark":
             page.evaluate(SETTLED)
             recorder.contrast = page.evaluate(TEXT_CONTRAST)
+            recorder.axe["1280 dark"] = axe_violations(page, "1280 dark")
             recorder.figures = page.evaluate(FIGURE_BACKDROPS)
             recorder.screenshots["dark"] = screenshot_path(page_name, "dark")
             capture(page, recorder.screenshots["dark"])
@@ -619,7 +872,8 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
 
 
 def phone_visit(browser, base_url: str, page_name: str) -> Visit:
-    """Open one chapter on a phone (390 px, touch): its inline math, then
+    """Open one page on a phone (390 px, touch): its layout, inline math
+    and axe-core's findings in light mode, axe-core's in dark mode, then
     its dials."""
     recorder = Visit(page_name)
     context, tab = phone_page(browser, base_url, recorder)
@@ -631,7 +885,49 @@ def phone_visit(browser, base_url: str, page_name: str) -> Visit:
         recorder.inline_math = tab.locator(
             "#main-content mjx-container:not([display='true'])"
         ).count()
+        recorder.phone_layout = tab.evaluate(PHONE_LAYOUT)
+        recorder.axe["390 light"] = axe_violations(tab, "390 light")
+        if switch_to_dark(tab) == "dark":
+            tab.evaluate(SETTLED)
+            recorder.axe["390 dark"] = axe_violations(tab, "390 dark")
         exercise_dials(tab, recorder, PHONE["width"])
+    finally:
+        context.close()
+    return recorder
+
+
+def axe_visit(browser, base_url: str, page_name: str) -> Visit:
+    """axe-core on one page in light and dark mode at 1280 px, then on a
+    phone (390 x 844, touch: loaded there, as a phone loads it) in light
+    and dark mode, and the page's layout there: the student edition's
+    visit."""
+    recorder = Visit(page_name)
+    url = base_url + quote(f"{page_name}.html")
+    context = new_context(browser, base_url, recorder)
+    try:
+        page = context.new_page()
+        watch(page, recorder, base_url)
+        page.goto(url, wait_until="load")
+        page.evaluate(WAIT_FOR_RENDERING)
+        recorder.axe["1280 light"] = axe_violations(page, "1280 light")
+        if switch_to_dark(page) == "dark":
+            page.evaluate(SETTLED)
+            recorder.axe["1280 dark"] = axe_violations(page, "1280 dark")
+    finally:
+        context.close()
+    # Loaded at 1280 px and then narrowed, a page's code cells scroll
+    # sideways without the tab stop the theme gives them on a phone's load
+    # (axe-core: scrollable-region-focusable); a phone loads it narrow.
+    context, tab = phone_page(browser, base_url, recorder)
+    try:
+        watch(tab, recorder, base_url)
+        tab.goto(url, wait_until="load")
+        tab.evaluate(WAIT_FOR_RENDERING)
+        recorder.phone_layout = tab.evaluate(PHONE_LAYOUT)
+        recorder.axe["390 light"] = axe_violations(tab, "390 light")
+        if switch_to_dark(tab) == "dark":
+            tab.evaluate(SETTLED)
+            recorder.axe["390 dark"] = axe_violations(tab, "390 dark")
     finally:
         context.close()
     return recorder
