@@ -34,9 +34,13 @@
   it), and the title page has no page anchor, so that it and the first
   page of chapter 1 are not both "page.1" (xdvipdfmx: "Object @page.1
   already defined").
-- Lines: narrow table columns, the bibliography (long URLs) and the
-  "Run this chapter yourself" boxes (file names) are set ragged right, not
-  justified into lines of stretched spaces (underfull boxes).
+- Lines: narrow table columns, the bibliography (long URLs), the
+  "Run this chapter yourself" boxes (file names) and the list of what each
+  chapter needs (run-it-yourself.md) are set ragged right, not justified
+  into lines of stretched spaces (underfull boxes).
+- Split code blocks: framed.sty's trial piece of a code block it splits at
+  a page foot is never printed, and TeX no longer reports it as an
+  underfull box (see the preamble); the pages are the same.
 - Compiling: latexmk runs xelatex in its xelatex mode (``-xelatex``, as
   Sphinx's LaTeX Makefile recommends): each pass writes an XDV file and the
   PDF is made once at the end, instead of writing the whole PDF, images and
@@ -93,6 +97,22 @@ PREAMBLE = r"""
 % Sphinx splits framed boxes (code, admonitions) across pages up to about
 % 3pt beyond the text height; TeX need not report those.
 \vfuzz=4pt
+% A framed box (a code block) that runs past the foot of a page is split by
+% framed.sty with \vsplit to the room left on the page. Code lines do not
+% stretch, so that trial piece is all but always short of the room, and TeX
+% reported it as an underfull \vbox (badness 10000) at each split, but the
+% piece is unboxed on the next line of framed.sty and boxed again at its
+% natural height (or, on a page that it fills from the top, at the height of
+% the text, a box TeX still checks): the trial box never reaches the page.
+% Its report alone is silenced (\vbadness, around the \vsplit only); the
+% split point and the pages are the same.
+\makeatletter
+\patchcmd{\fb@put@frame}{\setbox\tw@\vsplit\@tempboxa to\dimen@}
+  {\edef\book@vbadness{\the\vbadness}\vbadness\@M
+   \setbox\tw@\vsplit\@tempboxa to\dimen@
+   \vbadness\book@vbadness\relax}
+  {}{\PackageWarning{pdf_edition}{framed.sty's split not patched}}
+\makeatother
 % No page break between a box's title bar and its first line.
 \patchcmd{\sphinxdotitlerowwithicon}{\par\endgroup}{\par\nobreak\endgroup}
   {}{\PackageWarning{pdf_edition}{title row not patched}}
@@ -320,6 +340,33 @@ class EditionMarkers(SphinxPostTransform):
             if lines:
                 text = "".join(f"\n{MARKER}{line}" for line in lines) + "\n"
                 comment.replace_self(nodes.raw("", text, format="latex"))
+
+
+# run-it-yourself.md's list of what each chapter needs (file names and pip
+# commands, like the "Run this chapter yourself" boxes), between these
+# comments that scripts/make_requirements.py writes around it.
+RAGGED_LISTS = {
+    "<!-- chapter requirements: start": "\n\\begingroup\\raggedright\n",
+    "<!-- chapter requirements: end": "\n\\par\\endgroup\n",
+}
+
+
+class RaggedLists(SphinxPostTransform):
+    """The lists of file names and commands between RAGGED_LISTS' comments
+    are set ragged right in print: justified, their lines were stretched
+    into gaps around the names, which cannot be broken (underfull boxes)."""
+
+    default_priority = 30
+    formats = ("latex",)
+
+    def run(self, **kwargs):
+        for raw in list(self.document.findall(nodes.raw)):
+            if "html" not in raw.get("format", "").split():
+                continue
+            for comment, latex in RAGGED_LISTS.items():
+                if raw.astext().strip().startswith(comment):
+                    raw.replace_self(nodes.raw("", latex, format="latex"))
+                    break
 
 
 def latex_text(markdown: str) -> str:
@@ -563,5 +610,6 @@ def setup(app):
     app.connect("build-finished", polish_tex)
     app.add_post_transform(NumberExerciseLists)
     app.add_post_transform(EditionMarkers)
+    app.add_post_transform(RaggedLists)
     app.add_post_transform(SlidersInPrint)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
