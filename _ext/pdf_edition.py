@@ -35,9 +35,10 @@
   page of chapter 1 are not both "page.1" (xdvipdfmx: "Object @page.1
   already defined").
 - Lines: narrow table columns, the bibliography (long URLs), the
-  "Run this chapter yourself" boxes (file names) and the list of what each
-  chapter needs (run-it-yourself.md) are set ragged right, not justified
-  into lines of stretched spaces (underfull boxes).
+  "Run this chapter yourself" boxes (file names), the list of what each
+  chapter needs (run-it-yourself.md) and the steps of grading
+  (instructors.md) are set ragged right, not justified into lines of
+  stretched spaces (underfull boxes).
 - Split code blocks: framed.sty's trial piece of a code block it splits at
   a page foot is never printed, and TeX no longer reports it as an
   underfull box (see the preamble); the pages are the same.
@@ -342,12 +343,18 @@ class EditionMarkers(SphinxPostTransform):
                 comment.replace_self(nodes.raw("", text, format="latex"))
 
 
-# run-it-yourself.md's list of what each chapter needs (file names and pip
-# commands, like the "Run this chapter yourself" boxes), between these
-# comments that scripts/make_requirements.py writes around it.
+# Lists of file names and commands, set ragged right in print between
+# these HTML comments of the sources: run-it-yourself.md's list of what each
+# chapter needs (pip commands, like the "Run this chapter yourself" boxes;
+# scripts/make_requirements.py writes its comments), and any text between
+# "ragged right in print" comments (the steps of grading, instructors.md).
+RAGGED_START = "\n\\begingroup\\raggedright\n"
+RAGGED_END = "\n\\par\\endgroup\n"
 RAGGED_LISTS = {
-    "<!-- chapter requirements: start": "\n\\begingroup\\raggedright\n",
-    "<!-- chapter requirements: end": "\n\\par\\endgroup\n",
+    "<!-- chapter requirements: start": RAGGED_START,
+    "<!-- chapter requirements: end": RAGGED_END,
+    "<!-- ragged right in print: start": RAGGED_START,
+    "<!-- ragged right in print: end": RAGGED_END,
 }
 
 
