@@ -39,6 +39,8 @@
   chapter needs (run-it-yourself.md) and the steps of grading
   (instructors.md) are set ragged right, not justified into lines of
   stretched spaces (underfull boxes).
+- Code names in the text (inline literals) are not hyphenated: a hyphen
+  the name does not have would be misread as part of it.
 - Split code blocks: framed.sty's trial piece of a code block it splits at
   a page foot is never printed, and TeX no longer reports it as an
   underfull box (see the preamble); the pages are the same.
@@ -149,6 +151,12 @@ PREAMBLE = r"""
 \makeatletter
 \@namedef{NC@rewrite@T}{\NC@find L}
 \makeatother
+% Code names in the text are never hyphenated: "exponen-tial_probabilities"
+% printed a hyphen that is not in the name. fontspec gives the typewriter
+% font no hyphen character (HyphenChar=None, its fontspec.cfg), but the
+% \defaultfontfeatures[\ttfamily]{} of Sphinx's font set-up clears that.
+% Sphinx already stops breaks at the dashes of an inline literal.
+\protected\def\sphinxcode#1{\texttt{\hyphenchar\font=-1\relax #1}}
 % The bibliography ragged right too: its long URLs left gaps between words.
 \apptocmd{\thebibliography}{\raggedright}
   {}{\PackageWarning{pdf_edition}{bibliography not made ragged}}

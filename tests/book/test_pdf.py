@@ -594,6 +594,50 @@ def test_pdf_ragged_lists_are_closed(pdf_build):
         assert marks == [RAGGED_START, RAGGED_END] * lists, (tex, marks)
 
 
+def code_names(tex: str) -> set[str]:
+    """The names with an underscore that the text sets as inline code."""
+    literals = re.findall(r"\\sphinxupquote\{((?:[^{}]|\{\})*)\}", tex)
+    return {
+        name
+        for literal in literals
+        for name in re.findall(r"\w*_\w*", literal.replace("\\_", "_"))
+        if len(name) > 5
+    }
+
+
+def hyphenated_code_names(pages: list[str], names: set[str]) -> list[str]:
+    """Code names printed broken at a line's end with a hyphen they lack."""
+    found = []
+    for page in pages:
+        lines = page.splitlines()
+        for line, following in zip(lines, lines[1:], strict=False):
+            end = re.search(r"(\w+)-\s*$", line)
+            start = re.match(r"\s*(\w+)", following)
+            if end and start and end.group(1) + start.group(1) in names:
+                found.append(f"{end.group(1)}-{start.group(1)}")
+    return found
+
+
+def test_hyphenated_code_names_are_found():
+    tex = r"as \sphinxcode{\sphinxupquote{exponential\_probabilities}} and"
+    assert code_names(tex) == {"exponential_probabilities"}
+    page = "the same formula as exponen-\ntial_probabilities. On the web\n"
+    assert hyphenated_code_names([page], code_names(tex)) == [
+        "exponen-tial_probabilities"
+    ]
+    prose = "the same formula as expo-\nnential probabilities\n"
+    assert not hyphenated_code_names([prose], code_names(tex))
+
+
+def test_pdf_hyphenates_no_code_name(pdf_pages):
+    """A code name in the text breaks at no hyphen of its own: printed
+    "exponen-tial_probabilities" reads as a name with a hyphen."""
+    names = code_names((LATEX_DIR / "book.tex").read_text("utf-8"))
+    assert len(names) >= 50, "too few code names found to check"
+    hyphenated = hyphenated_code_names(pdf_pages, names)
+    assert not hyphenated, hyphenated[:5]
+
+
 def test_pdf_build_has_no_xdvipdfmx_warning(pdf_build):
     """xdvipdfmx, which writes each PDF, warned "Object @page.1 already
     defined": the title page and chapter 1's first page both had the
