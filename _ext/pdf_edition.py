@@ -17,7 +17,9 @@
   exercise: sphinx-exercise labels its boxes ``exercise:<label>`` only, so
   each also gets the label a cross-page reference points to. In a table that
   lists exercises, each carries its number and has a line of its own, and the
-  table is a longtable (it breaks across pages) with set column widths.
+  table is a longtable (it breaks across pages) with set column widths. A
+  reference by number ("Exercise 1.1") prints the exercise's number, not
+  the number of its section that LaTeX's \\ref would give.
 - The student edition: ``book-student.tex`` is ``book.tex`` without the
   solutions, without the instructors' appendix and with the student
   edition's wording of the introduction (``% reader-only-start`` ...
@@ -217,10 +219,28 @@ class NumberExerciseLists(SphinxPostTransform):
             return None
         return label
 
+    def numbered(self, reference) -> nodes.reference:
+        """A reference by number ("Exercise \\ref{label}" in LaTeX, where
+        \\ref gives the number of the exercise's section) with the
+        exercise's own number in its text instead."""
+        number = exercise_number(self.env, self.exercise_label(reference))
+        title = reference.get("title", "Exercise %s")
+        text = title.replace("%s", number).replace("{number}", number)
+        return nodes.reference(
+            "", text, refuri=reference["refuri"], internal=True
+        )
+
     def run(self, **kwargs):
         for table in list(self.document.findall(nodes.table)):
             listed = False
-            for paragraph in table.findall(nodes.paragraph):
+            for paragraph in list(table.findall(nodes.paragraph)):
+                numbered = []
+                for child in list(paragraph.children):
+                    if isinstance(
+                        child, addnodes.number_reference
+                    ) and self.exercise_label(child):
+                        numbered.append(self.numbered(child))
+                        paragraph.replace(child, numbered[-1])
                 children = list(paragraph.children)
                 labels = [
                     self.exercise_label(child)
@@ -232,9 +252,10 @@ class NumberExerciseLists(SphinxPostTransform):
                 listed = True
                 for child in children:
                     if isinstance(child, nodes.reference):
-                        label = self.exercise_label(child)
-                        number = exercise_number(self.env, label)
-                        child.insert(0, nodes.Text(f"{number} "))
+                        if not any(child is new for new in numbered):
+                            label = self.exercise_label(child)
+                            number = exercise_number(self.env, label)
+                            child.insert(0, nodes.Text(f"{number} "))
                     elif child.astext().strip() == ",":
                         paragraph.replace(
                             child, nodes.raw("", "\\newline ", format="latex")

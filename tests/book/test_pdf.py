@@ -276,6 +276,54 @@ def test_instructors_table_lists_every_exercise_whole(pdf_pages):
         assert len(before) > 3, "a blank page before the instructors' table"
 
 
+def exercise_numbers() -> dict[str, str]:
+    """label -> number ("1.1") of every exercise, as the web numbers it."""
+    chapters = [name for name in toc_files() if name.startswith("chapters/")]
+    numbers = {}
+    for chapter, name in enumerate(chapters, start=1):
+        labels = re.findall(
+            r"\{exercise\}.*?\n:label:\s*(\S+)",
+            markdown_of(ROOT / f"{name}.ipynb"),
+        )
+        for n, label in enumerate(labels, start=1):
+            numbers[label] = f"{chapter}.{n}"
+    return numbers
+
+
+def test_pdf_graded_table_numbers_each_exercise(pdf_pages):
+    """Appendix C.3's table of graded and written exercises prints each
+    exercise's own number ("Exercise 1.1", as on the web), not that of the
+    exercises' section, which LaTeX's \\ref gave every one ("Exercise
+    1.10" five times)."""
+    start = next(
+        n
+        for n, page in enumerate(pdf_pages)
+        if re.search(r"^\s*C\.3 Graded assignments\s*$", page, re.M)
+    )
+    end = next(
+        n
+        for n, page in enumerate(pdf_pages[start:], start=start)
+        if re.search(r"^\s*C\.4 ", page, re.M)
+    )
+    text = "\n".join(pdf_pages[start : end + 1])
+    table = (
+        (ROOT / "instructors.md")
+        .read_text()
+        .split("| Chapter | Graded by code |", 1)[1]
+    )
+    rows = [line for line in table.splitlines() if line.startswith("| {doc}")]
+    labels = [
+        label
+        for row in rows
+        for label in re.findall(r"\{ref\}`([^`<]+)`", row)
+    ]
+    numbers = exercise_numbers()
+    assert len(labels) >= 3 * len(rows) and set(labels) <= set(numbers)
+    expected = sorted(f"Exercise {numbers[label]}" for label in labels)
+    printed = sorted(re.findall(r"Exercise \d+\.\d+", text))
+    assert printed == expected
+
+
 def test_pdf_says_where_the_student_edition_is(pdf_text):
     assert "of this site" not in pdf_text
     assert "hands-on-data-privacy-student.pdf" in pdf_text
