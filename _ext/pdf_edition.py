@@ -17,7 +17,9 @@
   exercise: sphinx-exercise labels its boxes ``exercise:<label>`` only, so
   each also gets the label a cross-page reference points to. In a table that
   lists exercises, each carries its number and has a line of its own, and the
-  table is a longtable (it breaks across pages) with set column widths.
+  table is a longtable (it breaks across pages) with set column widths. A
+  reference by number ("Exercise 1.1") prints the exercise's number, not
+  the number of its section that LaTeX's \\ref would give.
 - The student edition: ``book-student.tex`` is ``book.tex`` without the
   solutions, without the instructors' appendix and with the student
   edition's wording of the introduction (``% reader-only-start`` ...
@@ -34,9 +36,16 @@
   it), and the title page has no page anchor, so that it and the first
   page of chapter 1 are not both "page.1" (xdvipdfmx: "Object @page.1
   already defined").
-- Lines: narrow table columns, the bibliography (long URLs) and the
-  "Run this chapter yourself" boxes (file names) are set ragged right, not
-  justified into lines of stretched spaces (underfull boxes).
+- Lines: narrow table columns, the bibliography (long URLs), the
+  "Run this chapter yourself" boxes (file names), the list of what each
+  chapter needs (run-it-yourself.md) and the steps of grading
+  (instructors.md) are set ragged right, not justified into lines of
+  stretched spaces (underfull boxes).
+- Code names in the text (inline literals) are not hyphenated: a hyphen
+  the name does not have would be misread as part of it.
+- Split code blocks: framed.sty's trial piece of a code block it splits at
+  a page foot is never printed, and TeX no longer reports it as an
+  underfull box (see the preamble); the pages are the same.
 - Compiling: latexmk runs xelatex in its xelatex mode (``-xelatex``, as
   Sphinx's LaTeX Makefile recommends): each pass writes an XDV file and the
   PDF is made once at the end, instead of writing the whole PDF, images and
@@ -93,6 +102,22 @@ PREAMBLE = r"""
 % Sphinx splits framed boxes (code, admonitions) across pages up to about
 % 3pt beyond the text height; TeX need not report those.
 \vfuzz=4pt
+% A framed box (a code block) that runs past the foot of a page is split by
+% framed.sty with \vsplit to the room left on the page. Code lines do not
+% stretch, so that trial piece is all but always short of the room, and TeX
+% reported it as an underfull \vbox (badness 10000) at each split, but the
+% piece is unboxed on the next line of framed.sty and boxed again at its
+% natural height (or, on a page that it fills from the top, at the height of
+% the text, a box TeX still checks): the trial box never reaches the page.
+% Its report alone is silenced (\vbadness, around the \vsplit only); the
+% split point and the pages are the same.
+\makeatletter
+\patchcmd{\fb@put@frame}{\setbox\tw@\vsplit\@tempboxa to\dimen@}
+  {\edef\book@vbadness{\the\vbadness}\vbadness\@M
+   \setbox\tw@\vsplit\@tempboxa to\dimen@
+   \vbadness\book@vbadness\relax}
+  {}{\PackageWarning{pdf_edition}{framed.sty's split not patched}}
+\makeatother
 % No page break between a box's title bar and its first line.
 \patchcmd{\sphinxdotitlerowwithicon}{\par\endgroup}{\par\nobreak\endgroup}
   {}{\PackageWarning{pdf_edition}{title row not patched}}
@@ -128,6 +153,12 @@ PREAMBLE = r"""
 \makeatletter
 \@namedef{NC@rewrite@T}{\NC@find L}
 \makeatother
+% Code names in the text are never hyphenated: "exponen-tial_probabilities"
+% printed a hyphen that is not in the name. fontspec gives the typewriter
+% font no hyphen character (HyphenChar=None, its fontspec.cfg), but the
+% \defaultfontfeatures[\ttfamily]{} of Sphinx's font set-up clears that.
+% Sphinx already stops breaks at the dashes of an inline literal.
+\protected\def\sphinxcode#1{\texttt{\hyphenchar\font=-1\relax #1}}
 % The bibliography ragged right too: its long URLs left gaps between words.
 \apptocmd{\thebibliography}{\raggedright}
   {}{\PackageWarning{pdf_edition}{bibliography not made ragged}}
@@ -188,10 +219,28 @@ class NumberExerciseLists(SphinxPostTransform):
             return None
         return label
 
+    def numbered(self, reference) -> nodes.reference:
+        """A reference by number ("Exercise \\ref{label}" in LaTeX, where
+        \\ref gives the number of the exercise's section) with the
+        exercise's own number in its text instead."""
+        number = exercise_number(self.env, self.exercise_label(reference))
+        title = reference.get("title", "Exercise %s")
+        text = title.replace("%s", number).replace("{number}", number)
+        return nodes.reference(
+            "", text, refuri=reference["refuri"], internal=True
+        )
+
     def run(self, **kwargs):
         for table in list(self.document.findall(nodes.table)):
             listed = False
-            for paragraph in table.findall(nodes.paragraph):
+            for paragraph in list(table.findall(nodes.paragraph)):
+                numbered = []
+                for child in list(paragraph.children):
+                    if isinstance(
+                        child, addnodes.number_reference
+                    ) and self.exercise_label(child):
+                        numbered.append(self.numbered(child))
+                        paragraph.replace(child, numbered[-1])
                 children = list(paragraph.children)
                 labels = [
                     self.exercise_label(child)
@@ -203,9 +252,10 @@ class NumberExerciseLists(SphinxPostTransform):
                 listed = True
                 for child in children:
                     if isinstance(child, nodes.reference):
-                        label = self.exercise_label(child)
-                        number = exercise_number(self.env, label)
-                        child.insert(0, nodes.Text(f"{number} "))
+                        if not any(child is new for new in numbered):
+                            label = self.exercise_label(child)
+                            number = exercise_number(self.env, label)
+                            child.insert(0, nodes.Text(f"{number} "))
                     elif child.astext().strip() == ",":
                         paragraph.replace(
                             child, nodes.raw("", "\\newline ", format="latex")
@@ -320,6 +370,39 @@ class EditionMarkers(SphinxPostTransform):
             if lines:
                 text = "".join(f"\n{MARKER}{line}" for line in lines) + "\n"
                 comment.replace_self(nodes.raw("", text, format="latex"))
+
+
+# Lists of file names and commands, set ragged right in print between
+# these HTML comments of the sources: run-it-yourself.md's list of what each
+# chapter needs (pip commands, like the "Run this chapter yourself" boxes;
+# scripts/make_requirements.py writes its comments), and any text between
+# "ragged right in print" comments (the steps of grading, instructors.md).
+RAGGED_START = "\n\\begingroup\\raggedright\n"
+RAGGED_END = "\n\\par\\endgroup\n"
+RAGGED_LISTS = {
+    "<!-- chapter requirements: start": RAGGED_START,
+    "<!-- chapter requirements: end": RAGGED_END,
+    "<!-- ragged right in print: start": RAGGED_START,
+    "<!-- ragged right in print: end": RAGGED_END,
+}
+
+
+class RaggedLists(SphinxPostTransform):
+    """The lists of file names and commands between RAGGED_LISTS' comments
+    are set ragged right in print: justified, their lines were stretched
+    into gaps around the names, which cannot be broken (underfull boxes)."""
+
+    default_priority = 30
+    formats = ("latex",)
+
+    def run(self, **kwargs):
+        for raw in list(self.document.findall(nodes.raw)):
+            if "html" not in raw.get("format", "").split():
+                continue
+            for comment, latex in RAGGED_LISTS.items():
+                if raw.astext().strip().startswith(comment):
+                    raw.replace_self(nodes.raw("", latex, format="latex"))
+                    break
 
 
 def latex_text(markdown: str) -> str:
@@ -563,5 +646,6 @@ def setup(app):
     app.connect("build-finished", polish_tex)
     app.add_post_transform(NumberExerciseLists)
     app.add_post_transform(EditionMarkers)
+    app.add_post_transform(RaggedLists)
     app.add_post_transform(SlidersInPrint)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
