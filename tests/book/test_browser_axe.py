@@ -42,7 +42,7 @@ from browser import (
     watch,
 )
 
-from conftest import HTML_DIR, ROOT
+from conftest import HTML_DIR, ROOT, STUDENT_DIR
 
 MODES = ("1280 light", "1280 dark", "390 light", "390 dark")
 # A title ends in the top third of a phone's screen (the theme's 42 px title
@@ -172,6 +172,56 @@ def test_course_tables_read_on_a_phone(site, browser):
             assert all(
                 label not in ("none", "normal") for label in row["labels"]
             ), (section, row)
+
+
+def element_kinds(html: str) -> tuple[set, list]:
+    """What a page is made of, for axe-core: each element of its body as
+    (its parent's kind, its kind), a kind being tag and classes; and the
+    stylesheets its head links."""
+    from bs4 import BeautifulSoup
+
+    soup = BeautifulSoup(html, "html.parser")
+
+    def kind(element) -> str:
+        return ".".join([element.name, *sorted(element.get("class", []))])
+
+    pairs = {
+        (kind(element.parent), kind(element))
+        for element in soup.body.find_all(True)
+    }
+    sheets = [
+        link.get("href", "").split("?")[0]
+        for link in soup.head.find_all("link", rel="stylesheet")
+    ]
+    return pairs, sheets
+
+
+def test_student_pages_are_made_of_the_readers_elements(
+    html_build, student_build
+):
+    """Why the student edition's axe-core run at 1280 px in light mode
+    stands for its other looks: each of its pages links the same
+    stylesheets as the reader's page of that name and has no element (tag
+    and classes, under a parent of tag and classes) the reader's page
+    lacks, so dark mode and a phone show the student nothing the reader's
+    edition is not checked in."""
+    assert html_build.returncode == 0 and student_build.returncode == 0
+    student_html = STUDENT_DIR / "_build" / "html"
+    reader = HTML_DIR.joinpath("chapters", "composition.html").read_text()
+    pairs, _ = element_kinds(reader)
+    extra, _ = element_kinds(
+        reader.replace("<p>", '<p><span class="new-box">x</span>', 1)
+    )
+    assert extra - pairs == {("p", "span.new-box")}  # the check can fail
+    for page in STUDENT_PAGES:
+        student, student_sheets = element_kinds(
+            (student_html / f"{page}.html").read_text()
+        )
+        readers, reader_sheets = element_kinds(
+            (HTML_DIR / f"{page}.html").read_text()
+        )
+        assert student_sheets == reader_sheets, page
+        assert not student - readers, (page, sorted(student - readers)[:10])
 
 
 def test_bibliography_has_no_deprecated_role(html_build):
