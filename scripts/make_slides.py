@@ -25,14 +25,11 @@ import base64
 import functools
 import hashlib
 import html
-import http.server
 import json
 import re
 import shutil
 import subprocess
 import sys
-import threading
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
@@ -47,6 +44,7 @@ sys.path.insert(0, str(ROOT / "_ext"))
 
 import mathjax_local  # noqa: E402  (the book's MathJax parts)
 import vega_figures  # noqa: E402  (the book's dial markup and drawer)
+from local_server import served  # noqa: E402  (scripts/local_server.py)
 
 VEGA_LITE = vega_figures.MIME
 GLUE_MIME = "application/papermill.record/text/plain"
@@ -827,25 +825,6 @@ def build(
             (out / file_name).parent.mkdir(parents=True, exist_ok=True)
             (out / file_name).write_bytes(content)
     return decks
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002
-        pass
-
-
-@contextmanager
-def served(folder: Path):
-    """`folder` served on 127.0.0.1 (a free port): yields its URL."""
-    handler = functools.partial(_QuietHandler, directory=str(folder))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 # Waits until a deck is drawn: reveal.js ready, math typeset, fonts in,

@@ -35,16 +35,17 @@ pixel) instead of 1280 x 900.
 
 from __future__ import annotations
 
-import functools
 import gzip
 import http.server
 import sys
-import threading
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import yaml
 from playwright import sync_api
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from local_server import served  # noqa: E402  (scripts/local_server.py)
 
 ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
@@ -156,13 +157,6 @@ class _CachingHandler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format, *args):  # noqa: A002
         pass
-
-
-class _QuietServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request, client_address):
-        pass  # a tab closed while a file was still being sent
 
 
 def chapter_pages() -> list[str]:
@@ -330,12 +324,11 @@ def main(arguments: list[str]) -> int:
     chapters = chapter_pages()
     first = arguments[0] if arguments else chapters[0]
     further = arguments[1:] or [page for page in chapters if page != first]
-    handler = functools.partial(_CachingHandler, directory=str(HTML))
-    server = _QuietServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
     over = 0
-    with sync_api.sync_playwright() as playwright:
+    with (
+        served(HTML, _CachingHandler) as base,
+        sync_api.sync_playwright() as playwright,
+    ):
         browser = playwright.chromium.launch(
             executable_path=CHROMIUM,
             args=[
@@ -364,7 +357,6 @@ def main(arguments: list[str]) -> int:
             print("  " + line(name, weight, FURTHER_GOAL_KB, slow))
             over += weight["before_dial"] / 1e3 >= FURTHER_GOAL_KB
         browser.close()
-    server.shutdown()
     print(
         f"{over} page(s) over the goal" if over else "every page within goal"
     )

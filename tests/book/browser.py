@@ -27,10 +27,9 @@ Full-page screenshots land in _build/screenshots/<page>-light.jpg and
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import queue
+import sys
 import threading
 import traceback
 from contextlib import contextmanager
@@ -43,6 +42,9 @@ from dials import exercise_dials
 from playwright import sync_api  # pinned in requirements.txt; never skipped
 
 from conftest import BUILD_DIR, HTML_DIR, ROOT, once_per_run, toc_files
+
+sys.path.insert(0, str(ROOT / "scripts"))
+from local_server import served  # noqa: E402  (scripts/local_server.py)
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -475,28 +477,14 @@ CLIPPED_INLINE_MATH = r"""() => {
 # --------------------------------------------------------------------------------------
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - keep pytest output clean
-        pass
-
-
 @contextmanager
 def serve(html_build, directory: Path = HTML_DIR):
     """The built book served on 127.0.0.1 (a free port): yields its URL."""
     assert html_build.returncode == 0, (html_build.stdout + html_build.stderr)[
         -4000:
     ]
-    handler = functools.partial(_QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with served(directory) as url:
+        yield url
 
 
 def require_chromium() -> None:

@@ -12,9 +12,7 @@ _ext/vega-figures.js); the introduction, the first page, stays under
 
 from __future__ import annotations
 
-import functools
 import sys
-import threading
 
 import pytest
 from browser import CHAPTERS, INTRO, visit_all
@@ -43,16 +41,8 @@ def weights(html_build):
     opened after it (WORKERS browsers side by side)."""
     assert html_build.returncode == 0
     page_weight.HTML = HTML_DIR
-    handler = functools.partial(
-        page_weight._CachingHandler, directory=str(HTML_DIR)
-    )
-    server = page_weight._QuietServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_address[1]}/"
-    try:
+    with page_weight.served(HTML_DIR, page_weight._CachingHandler) as base:
         results = visit_all(base, CHAPTERS, _after_the_intro)
-    finally:
-        server.shutdown()
     found = {}
     for name, outcome in results.items():
         if isinstance(outcome, Exception):
