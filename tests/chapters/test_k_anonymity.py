@@ -779,6 +779,24 @@ def test_candidate_values_on_a_hand_table(tb):
         [False, False, True],
         [True, True, True],
     ]
+    # A value that is missing or not listed marks no listed value, and
+    # raises nothing (pandas' "will raise in a future version" included).
+    tb.inject(
+        """
+        import warnings as _warnings
+        odd = pd.DataFrame({"q": ["a", "a", "d", "d"],
+                            "s": ["x", "w", "w", None]})
+        with _warnings.catch_warnings():
+            _warnings.simplefilter("error")
+            odd_sets = candidate_values(odd, ["q"], "s", 2, ["x", "y"])
+        """
+    )
+    assert tb.value("odd_sets.tolist()") == [
+        [True, False],
+        [True, False],
+        [False, False],
+        [False, False],
+    ]
     assert "sensitive value" in value_error_message(
         tb, "candidate_values(hand, ['q'], 's', 2, [])"
     )
