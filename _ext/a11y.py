@@ -8,9 +8,12 @@ list items is then a list with no items (axe-core: aria-deprecated-role,
 aria-required-children). Each entry becomes a ``role="listitem"`` of its
 list; the page is changed as it is written, nothing else is.
 
-Formulas that scroll: a page with math gets ``scroll-stops.js`` inline
-(a few hundred bytes): a displayed formula wider than its column, which
-scrolls sideways in its box, gets a tab stop and a name (see the script).
+Boxes that scroll: a page with displayed math or code gets
+``scroll-stops.js`` inline (about a kilobyte): a displayed formula wider
+than its column, which scrolls sideways in its box, gets a tab stop and a
+name, and code or output that scrolls once a reader opens the block that
+holds it (a folded cell, a solution) gets the tab stop the theme gives
+such boxes only when the page loads (see the script).
 """
 
 from __future__ import annotations
@@ -38,11 +41,12 @@ def _fix_roles(app, pagename, templatename, context, doctree):
 
 
 def _scroll_stops(app, pagename, templatename, context, doctree):
-    """The script that gives a formula that scrolls its tab stop, on a
-    page with displayed math (Sphinx writes it as ``<div class="math``)."""
+    """The script that gives a box that scrolls its tab stop, on a page
+    with displayed math (Sphinx writes ``<div class="math``) or code."""
     if app.builder.format != "html" or "script_files" not in context:
         return
-    if '<div class="math' not in (context.get("body") or ""):
+    body = context.get("body") or ""
+    if '<div class="math' not in body and "<pre" not in body:
         return
     script = SCROLL_STOPS.read_text(encoding="utf-8")
     context["script_files"].append(_JavaScript("", priority=900, body=script))

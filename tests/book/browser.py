@@ -169,6 +169,18 @@ AXE_RUNS["390 light"] = [
 # lists, headings).
 STUDENT_AXE = "1280 light, all but colour"
 AXE_RUNS[STUDENT_AXE] = [AXE_RUNS["1280 light"][0]]
+# What a reader opens (browser.OPENED): every rule on the opened blocks,
+# the text of their code cells to code_contrast (it counts hidden tokens).
+OPENED = ".solution, .cell > details.hide"
+AXE_RUNS["opened"] = [
+    (
+        {
+            "include": [[block] for block in OPENED.split(", ")],
+            "exclude": [[CODE_TEXT]],
+        },
+        AXE_OPTIONS,
+    ),
+]
 # On a phone in dark mode: what dark mode can change there (the colours of
 # what is not the article, the images and names the theme shows), on top
 # of the phone's light-mode rules and the article's dark colours at 1280 px.
@@ -549,6 +561,11 @@ class Visit:
     phone_layout: dict = field(default_factory=dict)
     # At 1280 px: boxes that scroll but no keyboard reaches (UNREACHABLE_SCROLL).
     unreachable_scroll: list = field(default_factory=list)
+    # What a reader opens (folded cells, solutions), checked once open at
+    # 1280 px in dark mode: {"blocks": how many, "unreachable": boxes that
+    # scroll with no tab stop, "wide_code": code lines wider than their
+    # box, "axe": axe-core's findings on the opened blocks}.
+    opened: dict = field(default_factory=dict)
 
 
 def _stay_local(context, base_url: str, recorder: Visit) -> None:
@@ -788,6 +805,30 @@ PHONE_LAYOUT = (
 )
 
 
+# Open every solution (sphinx-togglebutton's button) and folded cell, as a
+# reader would, and wait out the fade-in.
+OPEN_BLOCKS = r"""async () => {
+  document.querySelectorAll('#main-content details.hide')
+      .forEach(d => { d.open = true; });
+  document.querySelectorAll('#main-content .solution .toggle-button')
+      .forEach(b => {
+        if (b.getAttribute('aria-expanded') !== 'true') b.click();
+      });
+  await new Promise(r => setTimeout(r, 600));
+  await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  return document.querySelectorAll(
+      '#main-content .solution, #main-content .cell > details.hide').length;
+}"""
+# Code (not output) in an opened block wider than its box, by its longest
+# line.
+WIDE_OPENED_CODE = r"""() => [...document.querySelectorAll(
+    '#main-content .solution pre, #main-content details.hide pre')]
+  .filter(p => !p.closest('.cell_output, .output') && p.checkVisibility()
+               && p.scrollWidth > p.clientWidth + 1)
+  .map(p => (p.scrollWidth - p.clientWidth) + ' px: ' + p.textContent
+       .split('\n').reduce((a, b) => a.length >= b.length ? a : b, ''))"""
+
+
 def visit_page(browser, base_url: str, page_name: str) -> Visit:
     """Open one page and record everything the per-page tests assert on."""
     recorder = Visit(page_name)
@@ -879,6 +920,15 @@ def visit_page(browser, base_url: str, page_name: str) -> Visit:
                 {"cell": b["cell"], "before": b["state"], "after": a["state"]}
                 for b, a in zip(before, after, strict=False)
             ]
+
+        # Every solution and folded cell opened: what it reveals.
+        blocks = page.evaluate(OPEN_BLOCKS)
+        recorder.opened = {
+            "blocks": blocks,
+            "unreachable": page.evaluate(UNREACHABLE_SCROLL),
+            "wide_code": page.evaluate(WIDE_OPENED_CODE),
+            "axe": axe_violations(page, "opened") if blocks else [],
+        }
 
         # Last, the page's dials, moved like a reader (their test reads it).
         exercise_dials(page, recorder, 1280)
