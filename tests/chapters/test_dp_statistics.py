@@ -1295,3 +1295,90 @@ def test_kv_one_record_moves_the_interval_by_at_most_width_over_n(ns):
     assert abs((low_1 + high_1) - (low_2 + high_2))[0] / 2 <= (
         2 * spread / 1000 + 1e-12
     )
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        "[]",
+        "[1.0, np.nan, 2.0]",
+        "['forty']",
+        "['forty', 3.0, None, pd.NA]",
+        "[1e300, -np.inf, 2.0]",
+        "[-100.0] * 20 + [np.nan]",
+        "np.array([[1.0, np.nan], ['forty', 1e9]], dtype=object)",
+    ],
+    ids=[
+        "empty",
+        "nan",
+        "non-numeric",
+        "missing",
+        "out-of-range",
+        "nan-at-a-low-center",
+        "rows",
+    ],
+)
+def test_kv_intervals_follows_the_data_rule(tb, values):
+    """One record never makes the mechanism raise or warn: the result is
+    the one on the data the book's rule maps it to (a missing or
+    non-numeric value to the lower end of the widest range step 2 can
+    choose, every value clamped to that range), with the same shape."""
+    tb.inject(
+        f"""
+        import warnings as _warnings
+        _values = {values}
+        _shape = np.atleast_2d(np.asarray(_values, dtype=object)).shape
+        _n = max(_shape[1], 1)
+        _reach = np.ceil(100.0 / 10.0) * 10.0 + kv_widths(
+            _n, 10.0, 1.0, 0.05
+        )[0]
+        _mapped = clamp_values(_values, -_reach, _reach).reshape(_shape)
+        with _warnings.catch_warnings():
+            _warnings.simplefilter("error")
+            _found = kv_intervals(
+                _values, 10.0, 100.0, 1.0, np.random.default_rng(3)
+            )
+        _expected = kv_intervals(
+            _mapped, 10.0, 100.0, 1.0, np.random.default_rng(3)
+        )
+        """
+    )
+    found, expected = tb.value("_found"), tb.value("_expected")
+    rows = tb.value("_shape[0]")
+    for got, want in zip(found, expected, strict=True):
+        assert got.shape == (rows,)
+        assert np.all(np.isfinite(got))
+        np.testing.assert_array_equal(got, want)
+    low, high, _ = found
+    assert np.all((-100 <= low) & (low <= high) & (high <= 100))
+    if values == "[]":
+        assert (low[0], high[0]) == (-100, 100)
+
+
+def test_kv_intervals_puts_a_missing_value_at_the_widest_range(tb):
+    """A missing value counts as a record at the lower end of the widest
+    range step 2 can choose, -(r sigma + spread), and a number inside the
+    chosen range is not moved: with the same noise, NaN in place of -200
+    moves the interval by (r sigma + spread - 200) / n (sample centered
+    in the lowest bin, so the range reaches below -200)."""
+    tb.inject(
+        """
+        _low_sample = [-100.0] * 20
+        _kv_found = [
+            kv_intervals(
+                _low_sample + [last], 10.0, 100.0, 1.0,
+                np.random.default_rng(3),
+            )
+            for last in (-200.0, np.nan)
+        ]
+        """
+    )
+    (low_1, high_1, center_1), (low_2, high_2, center_2) = tb.value(
+        "_kv_found"
+    )
+    assert center_1 == center_2 == [-100.0]
+    spread = tb.value("kv_widths(21, 10.0, 1.0, 0.05)[0]")
+    assert -100 < high_2[0] < high_1[0] < 100  # not cut to (-R, R)
+    assert high_1[0] - high_2[0] == pytest.approx(
+        (100 + spread - 200) / 21, rel=1e-9
+    )

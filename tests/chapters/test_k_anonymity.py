@@ -789,8 +789,14 @@ def test_candidate_values_on_a_hand_table(tb):
         with _warnings.catch_warnings():
             _warnings.simplefilter("error")
             odd_sets = candidate_values(odd, ["q"], "s", 2, ["x", "y"])
+            # A category column whose categories leave `values`.
+            odd_cat = odd.astype({"s": "category"})
+            odd_cat_sets = candidate_values(
+                odd_cat, ["q"], "s", 2, ["x", "y"]
+            )
         """
     )
+    assert tb.value("odd_cat_sets.tolist() == odd_sets.tolist()")
     assert tb.value("odd_sets.tolist()") == [
         [True, False],
         [True, False],

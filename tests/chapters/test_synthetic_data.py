@@ -79,9 +79,13 @@ def test_encode_follows_the_data_rule(tb):
             # here is an exception a record causes there.
             _warnings.simplefilter("error")
             _enc = synth_encode(_rows)
+            # A category column whose categories leave the codebook.
+            _cat = _rows.astype({"Race": "category", "Sex": "category"})
+            _enc_cat = synth_encode(_cat)
         """
     )
     assert tb.value("_enc.index.tolist() == _rows.index[2:].tolist()")
+    assert tb.value("_enc_cat.equals(_enc)")
     assert tb.value("_enc['Age band'].tolist()[:2]") == [0, 0]
     assert tb.value("int(_enc['Hours band'].iloc[-1])") == 3
     assert tb.value("len(synth_encode(adult.iloc[:0]))") == 0
