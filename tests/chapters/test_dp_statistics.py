@@ -1071,6 +1071,32 @@ def test_kv_mean_interval_follows_the_data_rule(tb, values):
 
 
 @pytest.mark.parametrize(
+    "values",
+    [
+        "[np.nan] * 1000",
+        "['n/a'] * 50 + [40.0] * 5",
+        "[-1e9] * 30",
+        "[1e9] * 30",
+    ],
+)
+def test_kv_interval_is_never_upside_down(tb, values):
+    """A sample the data rule maps far below -R (or values beyond R) still
+    gets an interval with low <= high inside [-R, R]: the released mean is
+    cut to (-R, R), where mu is, before it is widened (post-processing).
+    Uncut, the all-missing sample gave (-100, -228.2)."""
+    low, high = tb.value(
+        f"kv_mean_interval({values}, 10.0, 100.0, 1.0, "
+        "np.random.default_rng(3))"
+    )
+    assert -100 <= low <= high <= 100, (low, high)
+    low, high, _ = tb.value(
+        "kv_intervals(np.full((500, 21), np.nan), 10.0, 100.0, 1.0, "
+        "np.random.default_rng(3))"
+    )
+    assert np.all(low <= high) and np.all(low >= -100)
+
+
+@pytest.mark.parametrize(
     "call",
     [
         "kv_mean_interval([1.0], 0, 10, 1, rng)",

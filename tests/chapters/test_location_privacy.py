@@ -118,6 +118,32 @@ def test_unicity_and_matching_follow_the_data_rule(tb, x):
     assert tb.value("_odd_matching") == [0, 1, 2]
 
 
+@pytest.mark.parametrize("x", ["25.0", "np.inf", "10.0"])
+def test_a_position_east_of_the_city_stays_in_its_own_cell(tb, x):
+    # Person 2's x east of the city (or on its far edge) is moved to the
+    # city's last column of cells, where nobody else is: not past it,
+    # where the flat (slot, cell) key would read it as a cell of the next
+    # hour's slot and match person 3's point at hour 6.
+    tb.inject(
+        f"""
+        _east_hand = pd.DataFrame({{
+            "person": [0, 1, 2, 3, 3],
+            "hour": [5, 5, 5, 6, 7],
+            "x_km": [0.2, 0.4, {x}, 0.2, 0.2],
+            "y_km": [0.2, 0.3, 0.5, 0.2, 0.2],
+        }})
+        _east_unicity = [
+            unicity(_east_hand, 1, 1.0, 1, np.random.default_rng(seed))
+            for seed in range(8)
+        ]
+        _at_six = pd.DataFrame({{"hour": [6], "x_km": [0.1], "y_km": [0.1]}})
+        _east_matching = people_matching(_east_hand, _at_six, 1.0, 1)
+        """
+    )
+    assert tb.value("_east_unicity") == [0.5] * 8
+    assert tb.value("_east_matching") == [3]
+
+
 def test_unicity_grows_with_points_and_matches_the_prose(tb):
     shares = tb.value("unicity_table.iloc[:, 0].tolist()")
     assert shares == sorted(shares)
