@@ -15,6 +15,7 @@ import json
 import re
 import shutil
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pytest
@@ -391,6 +392,22 @@ def _context(browser):
     return _CONTEXTS[id(browser)]
 
 
+@contextmanager
+def _leaving(seen: DeckVisit):
+    """The tab leaves its page (to another, or closed): requests still
+    under way are cancelled (net::ERR_ABORTED; MathJax fetches font parts
+    as it needs them), which is not a broken file (a missing one answers
+    404, recorded by browser.watch): those are not recorded."""
+    broken = seen.visit.broken_local
+    before = len(broken)
+    yield
+    broken[before:] = [
+        failure
+        for failure in broken[before:]
+        if not failure.startswith("net::ERR_ABORTED")
+    ]
+
+
 def _visit_deck(browser, url: str, name: str, axe_script) -> DeckVisit:
     """One tab: the slides (keyboard walk, every slide measured, dials
     moved), then reveal.js's print view (axe)."""
@@ -419,7 +436,8 @@ def _visit_deck(browser, url: str, name: str, axe_script) -> DeckVisit:
     if axe_script:
         # Once per deck, on reveal.js's print view (what the PDF prints):
         # every slide laid out at once, none hidden from axe.
-        tab.goto(f"{url}{name}.html?print-pdf")
+        with _leaving(seen):
+            tab.goto(f"{url}{name}.html?print-pdf")
         tab.evaluate(make_slides.WAIT_FOR_DECK)
         tab.wait_for_function(make_slides.PRINT_READY)
         tab.wait_for_function(make_slides.DIALS_DRAWN)
@@ -434,7 +452,8 @@ def _visit_deck(browser, url: str, name: str, axe_script) -> DeckVisit:
             for v in result["violations"]
             for node in v["nodes"][:3]
         ]
-    tab.close()
+    with _leaving(seen):
+        tab.close()
     return seen
 
 
