@@ -90,6 +90,19 @@ def test_unicity_on_hand_made_traces(tb):
     assert tb.value("_raises_type_error(lambda: unicity(hand, 1, 1.0, 1, 0))")
 
 
+def hand_traces(name: str, x: str) -> str:
+    """Code that makes `name` the four people's hand-made traces of the
+    data-rule tests, person 2's x being `x` (code)."""
+    return f"""
+        {name} = pd.DataFrame({{
+            "person": [0, 1, 2, 3, 3],
+            "hour": [5, 5, 5, 6, 7],
+            "x_km": [0.2, 0.4, {x}, 0.2, 0.2],
+            "y_km": [0.2, 0.3, 0.5, 0.2, 0.2],
+        }})
+        """
+
+
 @pytest.mark.parametrize("x", ["np.nan", "'north'", "-3.5"])
 def test_unicity_and_matching_follow_the_data_rule(tb, x):
     # The hand-made traces above, but person 2's x is missing, not a
@@ -97,15 +110,10 @@ def test_unicity_and_matching_follow_the_data_rule(tb, x):
     # and person 2's point falls in the cell that persons 0 and 1 share
     # (no invalid cast, no stray cell).
     tb.inject(
-        f"""
+        hand_traces("_odd_hand", x)
+        + """
         import warnings as _warnings
-        _odd_hand = pd.DataFrame({{
-            "person": [0, 1, 2, 3, 3],
-            "hour": [5, 5, 5, 6, 7],
-            "x_km": [0.2, 0.4, {x}, 0.2, 0.2],
-            "y_km": [0.2, 0.3, 0.5, 0.2, 0.2],
-        }})
-        _near = pd.DataFrame({{"hour": [5], "x_km": [0.1], "y_km": [0.1]}})
+        _near = pd.DataFrame({"hour": [5], "x_km": [0.1], "y_km": [0.1]})
         with _warnings.catch_warnings():
             _warnings.simplefilter("error")
             _odd_unicity = unicity(
@@ -125,18 +133,13 @@ def test_a_position_east_of_the_city_stays_in_its_own_cell(tb, x):
     # where the flat (slot, cell) key would read it as a cell of the next
     # hour's slot and match person 3's point at hour 6.
     tb.inject(
-        f"""
-        _east_hand = pd.DataFrame({{
-            "person": [0, 1, 2, 3, 3],
-            "hour": [5, 5, 5, 6, 7],
-            "x_km": [0.2, 0.4, {x}, 0.2, 0.2],
-            "y_km": [0.2, 0.3, 0.5, 0.2, 0.2],
-        }})
+        hand_traces("_east_hand", x)
+        + """
         _east_unicity = [
             unicity(_east_hand, 1, 1.0, 1, np.random.default_rng(seed))
             for seed in range(8)
         ]
-        _at_six = pd.DataFrame({{"hour": [6], "x_km": [0.1], "y_km": [0.1]}})
+        _at_six = pd.DataFrame({"hour": [6], "x_km": [0.1], "y_km": [0.1]})
         _east_matching = people_matching(_east_hand, _at_six, 1.0, 1)
         """
     )
