@@ -129,7 +129,13 @@ system-deps:
 # out first (conftest.py), the HTML build is made once and shared by the
 # workers (tests/conftest.py), the PDF is built in a tree of its own beside
 # it. The run ends with where its time went, per layer.
+# A run starts by pruning uv's cache: a registry that sends no caching
+# headers makes uv fetch and unpack a source distribution anew each time
+# it is asked for, and keep every copy (pyspark's, 0.5-1.4 GB each: 6.3 GB
+# more per run, until CI's disk was full). Pruning keeps what the cache's
+# entries point at, so nothing needs downloading again.
 test: $(STAMP) $(NODE_STAMP) system-deps lint
+	$(BIN)/uv cache prune --quiet
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder \
 		--durations=25
 
