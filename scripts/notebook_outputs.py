@@ -121,7 +121,7 @@ def tree_difference(now, stored, leaf, where="") -> str | None:
     return leaf(now, stored, where)
 
 
-def _renamed_datasets(value):
+def renamed_datasets(value):
     """A copy with Altair's hashed dataset names numbered in the order the
     spec refers to them (its values, read with dict keys sorted, so that
     neither the hash nor the order of keys matters: the hash changes with
@@ -166,7 +166,7 @@ def _json_leaf(now, stored, where) -> str | None:
 def json_difference(now, stored) -> str | None:
     """None if two JSON values agree (numbers as in text_difference)."""
     return tree_difference(
-        _renamed_datasets(now), _renamed_datasets(stored), _json_leaf
+        renamed_datasets(now), renamed_datasets(stored), _json_leaf
     )
 
 

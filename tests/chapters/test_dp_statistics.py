@@ -922,7 +922,11 @@ def test_the_public_checks_name_a_common_mistake(tb, label, code, expected):
             "stats-ex-small-test",
             "small_naive_rate = np.float32(small_naive)\n"
             "small_mc_rate = float(small_mc)\n"
-            "small_naive_se = 0.016\nsmall_mc_se = 0.0077\n",
+            # the standard errors rounded (to 3 and 2 significant digits)
+            "small_naive_se = round((small_naive * (1 - small_naive)"
+            " / 1000) ** 0.5, 3)\n"
+            "small_mc_se = round((small_mc * (1 - small_mc) / 1000) ** 0.5,"
+            " 4)\n",
         ),
         (
             "stats-ex-clamp-correction",
