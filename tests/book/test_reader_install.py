@@ -4,19 +4,23 @@ The reader installs only what the book's requirements files name (no Sphinx,
 no myst-nb, no test tools) and runs each chapter, downloaded from the built
 site alone beside its data, in Jupyter. We do that on two installed Pythons:
 - the oldest supported one, where each chapter runs in a venv holding
-  exactly what its own requirements/<chapter>.txt resolves to (a lane's
-  venv, synced by uv from one chapter's requirements to the next, is
-  checked to hold exactly that), so a chapter that imports what it does
-  not declare fails;
+  exactly what its own requirements/<chapter>.txt resolves to at the
+  lowest versions it allows (uv's `--resolution lowest-direct`; what those
+  need comes at its newest), so a lower bound the chapter no longer meets
+  fails, and so does a chapter that imports what it does not declare (a
+  lane's venv, synced by uv from one chapter's requirements to the next,
+  is checked to hold exactly the resolution);
 - the newest one installed here, where every chapter runs in one venv
   holding requirements.txt as locked in requirements/reader-lock-3.13.txt:
   the newest versions the requirements allowed when the lock was last
   refreshed (`make refresh-reader-lock`), so an upstream release cannot
   change what these runs print unseen.
 Each run is compared with the stored notebook by what it prints
-(scripts/reader_outputs.py: printed text and tables, glued values, errors
-and figures, numbers to the tolerance of nbval): a difference fails,
-naming the chapter, the cell and the package versions.
+(scripts/reader_outputs.py: printed text and tables, glued values, errors,
+charts and figures, numbers to the tolerance of nbval; on the oldest
+versions a figure only by being one, since the oldest Matplotlib lays it
+out a few pixels otherwise): a difference fails, naming the chapter, the
+cell and the package versions.
 That pip resolves the requirements on every supported Python, 3.14
 included, is checked without installing, in test_reader_requirements.py.
 """

@@ -285,9 +285,9 @@ def test_every_python_resolves_versions_the_reader_runs_checked(
     resolutions, version
 ):
     """Each package a chapter imports resolves, on every supported Python,
-    to a release series (major.minor) the reader runs print the book's
-    numbers with: the toolchain's pin (the oldest Python's runs) or the
-    lock's (the newest's). A new series, such as NumPy 2.5, whose
+    to a release series (major.minor) the book's numbers are printed
+    with: the toolchain's pin (nbval's runs) or the lock's (the newest
+    Python's reader runs). A new series, such as NumPy 2.5, whose
     Generator draws other numbers from the same seed, is let in only by
     `make refresh-reader-lock`, which shows first what it changes."""
     checked = {}
