@@ -226,14 +226,20 @@ def printed(outputs) -> list[tuple[str, object]]:
 def item_difference(
     now, stored, records=(None, None), drawn=True
 ) -> str | None:
-    """None if two printed items agree, else how they differ (a figure
-    only by being one where `drawn` is False)."""
+    """None if two printed items agree, else how they differ (a figure,
+    where `drawn` is False, by what it shows wherever the layout put it:
+    figure_data.content_difference)."""
     (kind_now, value_now), (kind_stored, value_stored) = now, stored
     if kind_now != kind_stored:
         return f"a {kind_now} where a {kind_stored} was stored"
     if kind_now == "figure":
         if not drawn:
-            return None
+            if None in records:
+                return None
+            import figure_data
+
+            shown = figure_data.content_difference(*records)
+            return f"what the figure shows changed: {shown}" if shown else None
         return notebook_outputs.image_difference(
             value_now, value_stored, *records
         )

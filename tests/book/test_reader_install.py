@@ -18,9 +18,10 @@ site alone beside its data, in Jupyter. We do that on two installed Pythons:
 Each run is compared with the stored notebook by what it prints
 (scripts/reader_outputs.py: printed text and tables, glued values, errors,
 charts and figures, numbers to the tolerance of nbval; on the oldest
-versions a figure only by being one, since the oldest Matplotlib lays it
-out a few pixels otherwise): a difference fails, naming the chapter, the
-cell and the package versions.
+versions a figure by what it shows, its texts, colours, styles and
+numbers of artists and points, not where the oldest Matplotlib lays them
+out): a difference fails, naming the chapter, the cell and the package
+versions.
 That pip resolves the requirements on every supported Python, 3.14
 included, is checked without installing, in test_reader_requirements.py.
 """
@@ -175,10 +176,11 @@ def importable(venv: Path, modules: list[str]) -> list[str]:
 
 
 def sync_reader_venv(python: str, folder: Path, requirements: Path):
-    """The venv at ``folder`` made to hold exactly what ``requirements``
-    resolves to on ``python`` (uv pip compile, then uv pip sync: what is not
-    in the resolution is removed). Returns the bin folder and the names of
-    the resolved distributions."""
+    """The venv at ``folder`` made to hold exactly the lowest versions
+    ``requirements`` allows on ``python`` (uv pip compile --resolution
+    lowest-direct, then uv pip sync: what is not in the resolution is
+    removed). Returns the bin folder and the names of the resolved
+    distributions."""
     if not (folder / "bin" / "python").exists():
         subprocess.run(
             [str(UV), "venv", "--quiet", "--python", python, str(folder)],
@@ -297,14 +299,14 @@ def reader_runs(request, reader_python, html_build, tmp_path_factory):
     "versions": {notebook: {package: version} of its venv}, "venvs":
     [what each venv could import when its chapters ran]}.
 
-    On the oldest Python a chapter runs in a venv holding exactly what its
-    own requirements/<chapter>.txt resolves to. Chapters whose requirements
-    are the same run together; each of the LANES lanes has one venv
-    that uv syncs to the next requirements in turn (adding and removing
-    packages), so the bytecode of the packages every chapter needs is
-    written once per lane, not once per chapter (about 5 s of CPU each). On
-    the newest Python every chapter runs in one venv holding the lock of
-    requirements.txt.
+    On the oldest Python a chapter runs in a venv holding exactly the
+    lowest versions its own requirements/<chapter>.txt allows. Chapters
+    whose requirements are the same run together; each of the LANES
+    lanes has one venv that uv syncs to the next requirements in turn
+    (adding and removing packages), so the bytecode of the packages every
+    chapter needs is written once per lane, not once per chapter (about
+    5 s of CPU each). On the newest Python every chapter runs in one venv
+    holding the lock of requirements.txt.
     """
     # The file the book's download button offers, not the source notebook.
     assert html_build.returncode == 0
@@ -492,6 +494,45 @@ def test_a_chapter_venv_holds_only_what_its_chapter_declares(
         pytest.skip("randomized-response is not among the selected chapters")
     for module in ["opendp", "sklearn", "pipeline_dp", "dp_accounting"]:
         assert module in core_only["absent_checked"], core_only
+
+
+def test_each_lower_bound_is_what_the_oldest_python_installs(
+    reader_runs, reader_python
+):
+    """On the oldest Python each package a chapter's requirements name is
+    installed at the lower bound they give it (`>=`), so every bound a
+    reader is given is one a run has checked. A bound no venv can hold
+    beside the others (an old release that asks for an older NumPy, say)
+    fails here: uv would quietly install a later release instead."""
+    from packaging.requirements import Requirement
+    from packaging.version import Version
+
+    if reader_python[0] != SUPPORTED[0]:
+        pytest.skip("the newest Python runs the lock of requirements.txt")
+    checked = []
+    for notebook, installed in reader_runs["versions"].items():
+        requirements = ROOT / "requirements" / f"{notebook.stem}.txt"
+        for line in requirement_lines(requirements):
+            requirement = Requirement(line)
+            marker = requirement.marker
+            if marker and not marker.evaluate(
+                {"python_version": SUPPORTED[0]}
+            ):
+                continue
+            bounds = [
+                Version(spec.version)
+                for spec in requirement.specifier
+                if spec.operator == ">="
+            ]
+            if not bounds:
+                continue
+            held = installed.get(normalized(requirement.name))
+            assert held is not None and Version(held) == max(bounds), (
+                f"{notebook.stem}: {line} installs {held} on Python "
+                f"{SUPPORTED[0]}, not its lower bound"
+            )
+            checked.append(requirement.name)
+    assert {"numpy", "pandas", "matplotlib"} <= set(checked)
 
 
 def test_the_newest_python_runs_the_lock(reader_runs, reader_python):

@@ -304,3 +304,103 @@ def test_make_has_the_refresh_target():
     makefile = (ROOT / "Makefile").read_text()
     assert "refresh-reader-lock:" in makefile
     assert "scripts/refresh_reader_lock.py" in makefile
+
+
+VEGA = "application/vnd.vegalite.v5+json"
+
+
+def two_dataset_chart(notebook):
+    """(index, output) of the first stored chart with two datasets, each
+    referred to by a part of the chart (not by its top-level data)."""
+    index, cell = code_cell(
+        notebook,
+        lambda c: any(
+            len(o.get("data", {}).get(VEGA, {}).get("datasets", {})) == 2
+            and "data" not in o["data"][VEGA]
+            for o in c.outputs
+        ),
+    )
+    return index, next(o for o in cell.outputs if VEGA in o.get("data", {}))
+
+
+def test_a_chart_that_another_altair_named_and_ordered_passes():
+    """Altair names a dataset by a hash of its bytes and writes the
+    datasets in its own order; both change with the Altair release (the
+    oldest lane runs Altair 5.0). A chart whose parts refer to their
+    datasets passes when only the names and their order changed."""
+    notebook = stored("dp-statistics")
+    executed, log = as_a_reader_runs_it(notebook)
+    index, output = two_dataset_chart(executed)
+    text = json.dumps(output["data"][VEGA])
+    for number, name in enumerate(output["data"][VEGA]["datasets"]):
+        text = text.replace(name, "data-" + f"{number + 10:x}" * 32)
+    spec = json.loads(text)
+    spec["datasets"] = dict(reversed(list(spec["datasets"].items())))
+    output["data"][VEGA] = spec
+    assert reader_outputs.differences(notebook, executed, log) == []
+
+
+def test_a_chart_whose_parts_show_each_others_data_fails():
+    notebook = stored("dp-statistics")
+    executed, log = as_a_reader_runs_it(notebook)
+    index, output = two_dataset_chart(executed)
+    spec = output["data"][VEGA]
+    first, second = list(spec["datasets"])
+    parts = json.dumps({k: v for k, v in spec.items() if k != "datasets"})
+    parts = parts.replace(first, "data-swapping").replace(second, first)
+    swapped = json.loads(parts.replace("data-swapping", second))
+    swapped["datasets"] = spec["datasets"]
+    output["data"][VEGA] = swapped
+    found = reader_outputs.differences(notebook, executed, log)
+    assert len(found) == 1 and found[0].startswith(f"cell {index} "), found
+
+
+def test_on_the_oldest_lane_a_figure_is_compared_by_what_it_shows():
+    """With `drawn` False (the oldest Matplotlib a chapter allows lays a
+    figure out a few pixels otherwise) a figure whose every part moved
+    passes, and one whose label reads otherwise, or that lost a line,
+    fails: the reader would see those."""
+    stem = "dp-statistics"
+    notebook = stored(stem)
+    records = figures(stem)
+    executed, log = as_a_reader_runs_it(notebook)
+    index, cell = code_cell(notebook, lambda c: c.get("id") in records)
+    entry = reader_outputs.match_log(executed, log)[index]
+    output = next(
+        o
+        for o in executed.cells[index].outputs
+        if "image/png" in o.get("data", {})
+    )
+    output["data"]["image/png"] = blank_like(output["data"]["image/png"])
+
+    def run(change):
+        entry["figures"] = copy.deepcopy(records[cell.id])
+        change(entry["figures"][0])
+        return reader_outputs.differences(
+            notebook, executed, log, records, drawn=False
+        )
+
+    def shifted(points):
+        if points and isinstance(points[0], (int, float)):
+            return [points[0] + 17, *points[1:]]
+        return [shifted(p) if isinstance(p, list) else p for p in points]
+
+    def moved(record):
+        record["size"] = [record["size"][0] + 3, record["size"][1]]
+        for artist in record["artists"]:
+            for key in ("points", "at", "offsets"):
+                if key in artist:
+                    artist[key] = shifted(artist[key])
+
+    def relabelled(record):
+        text = next(a for a in record["artists"] if a.get("kind") == "text")
+        text["text"] += " (changed)"
+
+    def lost_a_line(record):
+        line = next(a for a in record["artists"] if a.get("kind") == "line")
+        record["artists"].remove(line)
+
+    assert run(moved) == []
+    for change in (relabelled, lost_a_line):
+        found = run(change)
+        assert len(found) == 1 and "what the figure shows" in found[0], found
