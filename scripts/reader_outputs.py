@@ -235,7 +235,7 @@ def item_difference(
     if kind_now == "figure":
         if not drawn:
             if None in records:
-                return None
+                return "a figure with no record of what it shows to compare"
             import figure_data
 
             shown = figure_data.content_difference(*records)
@@ -315,10 +315,10 @@ def differences(
     kernel wrote) prints something other than the stored notebook:
     ["cell N (id, first line): what differs", ...]. `figures` is
     {cell id: [records]} of the stored figures (tests/figures/). With
-    `drawn` False a figure must be there, not drawn the same: the oldest
-    Matplotlib a chapter allows lays a figure out a few pixels otherwise
-    (its numbers are still compared where the chapter prints or glues
-    them)."""
+    `drawn` False a figure is compared by what it shows (its texts,
+    colours, styles and numbers of artists and points), not by where they
+    are: the oldest Matplotlib a chapter allows lays a figure out a few
+    pixels otherwise. A figure with no record fails either way."""
     figures = figures or {}
     found = []
     code = [

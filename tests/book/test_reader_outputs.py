@@ -25,11 +25,11 @@ import refresh_reader_lock  # noqa: E402
 FIGURES = ROOT / "tests" / "figures"
 
 
-def as_a_reader_runs_it(stored):
+def as_a_reader_runs_it(stored, records=None):
     """(the notebook a reader's run writes, the log its kernel writes),
     made from the stored notebook: the same outputs, except that the
     stored glue records are not shown (a reader's glue shows nothing) and
-    are in the log instead."""
+    are in the log instead, as are the figure `records` given."""
     executed = copy.deepcopy(stored)
     log = []
     for cell in executed.cells:
@@ -53,7 +53,9 @@ def as_a_reader_runs_it(stored):
                 {
                     "cell": None,  # as ipykernel reports it
                     "source": reader_outputs.source_hash(cell.source),
-                    "figures": [],
+                    "figures": copy.deepcopy(
+                        (records or {}).get(cell.get("id"), [])
+                    ),
                     "glue": glue,
                 }
             )
@@ -363,7 +365,7 @@ def test_on_the_oldest_lane_a_figure_is_compared_by_what_it_shows():
     stem = "dp-statistics"
     notebook = stored(stem)
     records = figures(stem)
-    executed, log = as_a_reader_runs_it(notebook)
+    executed, log = as_a_reader_runs_it(notebook, records)
     index, cell = code_cell(notebook, lambda c: c.get("id") in records)
     entry = reader_outputs.match_log(executed, log)[index]
     output = next(
@@ -404,3 +406,20 @@ def test_on_the_oldest_lane_a_figure_is_compared_by_what_it_shows():
     for change in (relabelled, lost_a_line):
         found = run(change)
         assert len(found) == 1 and "what the figure shows" in found[0], found
+
+
+def test_on_the_oldest_lane_a_figure_the_recorder_missed_fails():
+    """With `drawn` False nothing else compares a figure: a figure the
+    reader's kernel showed but did not record fails, as on the newest lane
+    where its pixels differ."""
+    stem = "dp-statistics"
+    notebook = stored(stem)
+    records = figures(stem)
+    executed, log = as_a_reader_runs_it(notebook, records)
+    index, cell = code_cell(notebook, lambda c: c.get("id") in records)
+    entry = reader_outputs.match_log(executed, log)[index]
+    entry["figures"] = []
+    found = reader_outputs.differences(
+        notebook, executed, log, records, drawn=False
+    )
+    assert len(found) == 1 and "no record" in found[0], found

@@ -445,7 +445,7 @@ def test_fewer_than_k_users_all_get_the_whole_city(tb, name, users):
     """The data rule: a count of users never makes cloaking fail. With
     fewer than k = 5 users (none included) no region can hold k, and each
     user gets the whole city (not the box of the few users, which would
-    narrow them down); with k users the regions are smaller again."""
+    narrow them down); with 40 users some regions are smaller again."""
     regions = tb.value(f"{name}(homes[:{users}], 5).to_numpy().tolist()")
     city = tb.value("CITY_KM")
     whole = [0.0, 0.0, city] if name == "quadtree_regions" else None
