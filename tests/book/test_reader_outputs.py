@@ -357,17 +357,25 @@ def test_a_chart_whose_parts_show_each_others_data_fails():
     assert len(found) == 1 and found[0].startswith(f"cell {index} "), found
 
 
+def first_figure_run(stem="dp-statistics"):
+    """(stored notebook, a reader's run of it, its log, the stored figure
+    records, the index of the first cell with a figure, that cell's log
+    entry) for the oldest-lane figure tests."""
+    notebook = stored(stem)
+    records = figures(stem)
+    executed, log = as_a_reader_runs_it(notebook, records)
+    index, _ = code_cell(notebook, lambda c: c.get("id") in records)
+    entry = reader_outputs.match_log(executed, log)[index]
+    return notebook, executed, log, records, index, entry
+
+
 def test_on_the_oldest_lane_a_figure_is_compared_by_what_it_shows():
     """With `drawn` False (the oldest Matplotlib a chapter allows lays a
     figure out a few pixels otherwise) a figure whose every part moved
     passes, and one whose label reads otherwise, or that lost a line,
     fails: the reader would see those."""
-    stem = "dp-statistics"
-    notebook = stored(stem)
-    records = figures(stem)
-    executed, log = as_a_reader_runs_it(notebook, records)
-    index, cell = code_cell(notebook, lambda c: c.get("id") in records)
-    entry = reader_outputs.match_log(executed, log)[index]
+    notebook, executed, log, records, index, entry = first_figure_run()
+    cell = notebook.cells[index]
     output = next(
         o
         for o in executed.cells[index].outputs
@@ -412,12 +420,7 @@ def test_on_the_oldest_lane_a_figure_the_recorder_missed_fails():
     """With `drawn` False nothing else compares a figure: a figure the
     reader's kernel showed but did not record fails, as on the newest lane
     where its pixels differ."""
-    stem = "dp-statistics"
-    notebook = stored(stem)
-    records = figures(stem)
-    executed, log = as_a_reader_runs_it(notebook, records)
-    index, cell = code_cell(notebook, lambda c: c.get("id") in records)
-    entry = reader_outputs.match_log(executed, log)[index]
+    notebook, executed, log, records, _, entry = first_figure_run()
     entry["figures"] = []
     found = reader_outputs.differences(
         notebook, executed, log, records, drawn=False
